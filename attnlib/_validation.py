@@ -1,0 +1,161 @@
+"""Input validation shared by every public function of attnlib.
+
+Every check raises ``TypeError`` (wrong kind of object) or ``ValueError``
+(right kind, wrong shape or value) with a message that names the argument
+and the shapes or values involved, so that a reader never has to decode a
+NumPy broadcasting traceback or chase a silent NaN.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__: list[str] = []  # private module
+
+
+def _describe_dtype(arr: np.ndarray) -> str:
+    return f"dtype {arr.dtype}"
+
+
+def as_float_array(x: Any, name: str, *, min_ndim: int = 0, allow_neg_inf: bool = False) -> np.ndarray:
+    """Convert ``x`` to a floating array, refusing what attention cannot use.
+
+    Python lists and integer arrays become float64; float16/32/64 arrays keep
+    their dtype. Booleans, complex numbers, strings and objects are refused
+    with ``TypeError``; NaN and infinities with ``ValueError`` (``-inf`` is
+    accepted when ``allow_neg_inf``, as in an additive mask).
+    """
+    try:
+        arr = np.asarray(x)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{name} could not be read as an array: {exc}") from None
+    if arr.dtype == object:
+        raise TypeError(
+            f"{name} must be a numeric array; got an object array "
+            "(ragged nested lists or mixed types?)"
+        )
+    if arr.dtype.kind == "b":
+        raise TypeError(f"{name} must hold real numbers, not booleans ({_describe_dtype(arr)})")
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} must hold real numbers, not complex ones ({_describe_dtype(arr)})")
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers; got {_describe_dtype(arr)}")
+    if arr.dtype.kind in "iu":
+        arr = arr.astype(np.float64)
+    if arr.ndim < min_ndim:
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimensions; got shape {arr.shape}"
+        )
+    check_finite(arr, name, allow_neg_inf=allow_neg_inf)
+    return arr
+
+
+def check_finite(arr: np.ndarray, name: str, *, allow_neg_inf: bool = False) -> None:
+    """Raise ``ValueError`` if ``arr`` holds NaN or infinities (see ``allow_neg_inf``)."""
+    if arr.size == 0 or np.isfinite(arr).all():
+        return
+    n_nan = int(np.isnan(arr).sum())
+    n_pos = int(np.isposinf(arr).sum())
+    n_neg = int(np.isneginf(arr).sum())
+    if allow_neg_inf and n_nan == 0 and n_pos == 0:
+        return
+    parts = []
+    if n_nan:
+        parts.append(f"{n_nan} NaN")
+    if n_pos:
+        parts.append(f"{n_pos} +inf")
+    if n_neg and not allow_neg_inf:
+        parts.append(f"{n_neg} -inf")
+    first = tuple(int(i) for i in np.argwhere(~np.isfinite(arr) & ~(allow_neg_inf & np.isneginf(arr)))[0])
+    raise ValueError(
+        f"{name} must be finite; it holds {', '.join(parts)} "
+        f"(first at index {first} of shape {arr.shape})"
+    )
+
+
+def check_sequence_matrix(arr: np.ndarray, name: str, rows: str, cols: str) -> None:
+    """Check that ``arr`` is ``(..., rows, cols)`` with both axes non-empty."""
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must have shape (..., {rows}, {cols}) with at least 2 dimensions; "
+            f"got shape {arr.shape}"
+        )
+    if arr.shape[-2] == 0:
+        raise ValueError(f"{name} has {rows}=0 (an empty sequence); shape {arr.shape}")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} has {cols}=0 (vectors of length zero); shape {arr.shape}")
+
+
+def check_scale(scale: Any) -> float | None:
+    """Return ``scale`` as a float after checking it is a finite positive number."""
+    if scale is None:
+        return None
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number or None; got {type(scale).__name__} {scale!r}")
+    value = float(scale)
+    if not np.isfinite(value):
+        raise ValueError(f"scale must be finite; got {value}")
+    if value <= 0:
+        raise ValueError(f"scale must be positive; got {value}")
+    return value
+
+
+def check_bool_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be positive; got {value}")
+    return int(value)
+
+
+def as_mask(mask: Any, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
+    """Check a mask: boolean ("may attend") or additive float, broadcastable to ``target_shape``.
+
+    Float masks may hold ``-inf`` (never attend) but not NaN or ``+inf``;
+    integer masks are refused because ``0``/``1`` is ambiguous between the two
+    meanings.
+    """
+    arr = np.asarray(mask)
+    if arr.dtype.kind == "b":
+        pass
+    elif arr.dtype.kind == "f":
+        check_finite(arr, name, allow_neg_inf=True)
+    elif arr.dtype.kind in "iu":
+        raise TypeError(
+            f"{name} must be boolean (True = may attend) or float (added to the scores); "
+            f"got integer {_describe_dtype(arr)}. Use mask.astype(bool) if 1 means 'may attend'."
+        )
+    else:
+        raise TypeError(
+            f"{name} must be boolean (True = may attend) or float (added to the scores); "
+            f"got {_describe_dtype(arr)}"
+        )
+    try:
+        shape = np.broadcast_shapes(arr.shape, target_shape)
+    except ValueError:
+        shape = None
+    if shape != tuple(target_shape):
+        raise ValueError(
+            f"{name} of shape {arr.shape} does not broadcast to the scores' shape {tuple(target_shape)}"
+        )
+    return arr
+
+
+def broadcast_leading(shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    """Broadcast the leading (batch) dimensions of several ``(..., n, d)`` arrays."""
+    try:
+        return np.broadcast_shapes(*(s[:-2] for s in shapes.values()))
+    except ValueError:
+        described = ", ".join(f"{k} {v}" for k, v in shapes.items())
+        raise ValueError(
+            f"the leading (batch) dimensions do not broadcast: {described}"
+        ) from None

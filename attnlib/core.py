@@ -1,0 +1,314 @@
+"""Scaled dot-product attention and the softmax it rests on.
+
+``Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V``
+
+The public functions follow the semantics of PyTorch's
+``torch.nn.functional.scaled_dot_product_attention`` (batch dimensions,
+boolean or additive masks, ``is_causal``, ``scale``), with two deliberate
+differences that are stated where they apply: attnlib refuses NaN and
+infinite inputs with an error, and a query row with nothing it may attend to
+gets zero weights and a zero output instead of NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attnlib import _validation as _v
+
+__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask"]
+
+# Batch slices are processed in chunks holding at most this many scores, so the
+# (n_q, n_k) block of a large problem stays in cache while small batched
+# problems still go through NumPy in one call.
+_CHUNK_SCORES = 1 << 16
+
+
+def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
+    """Numerically stable softmax along ``axis``, with an optional mask.
+
+    ``softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m)`` with ``m = max_j x_j``;
+    subtracting the maximum changes nothing mathematically and keeps every
+    exponent ``≤ 0``, so no logit overflows (``1e4`` in float32 is fine).
+
+    Parameters
+    ----------
+    x : array_like
+        Logits. Lists become float64; float arrays keep their dtype. ``-inf``
+        is allowed and gets weight exactly 0; NaN and ``+inf`` are refused.
+    axis : int
+        The axis that sums to 1.
+    mask : array_like of bool, optional
+        Broadcastable to ``x.shape``; where False the weight is exactly 0.
+
+    Returns
+    -------
+    ndarray, same shape as ``x``
+        Non-negative weights summing to 1 along ``axis``. A slice in which
+        nothing is allowed (all masked, or all ``-inf``) is all zeros, never
+        NaN.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is not real-valued, ``mask`` is not boolean, ``axis`` is not an int.
+    ValueError
+        ``x`` holds NaN or ``+inf``, ``axis`` is out of range, or ``mask``
+        does not broadcast to ``x``.
+
+    Examples
+    --------
+    >>> softmax([0.0, 0.0, np.log(2.0)]).round(4)
+    array([0.25, 0.25, 0.5 ])
+    >>> softmax([1.0, 2.0, 3.0], mask=[True, False, True]).round(4)
+    array([0.1192, 0.    , 0.8808])
+    """
+    x = _v.as_float_array(x, "x", allow_neg_inf=True)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer; got {type(axis).__name__} {axis!r}")
+    if x.ndim == 0:
+        raise ValueError("x must have at least 1 dimension; got a scalar")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for x of shape {x.shape}")
+    if mask is not None:
+        m = np.asarray(mask)
+        if m.dtype.kind != "b":
+            raise TypeError(f"mask must be boolean (True = keep); got dtype {m.dtype}")
+        m = _v.as_mask(m, "mask", x.shape)
+        x = np.where(m, x, -np.inf)
+    return _softmax_inplace(np.array(x, copy=True), axis)
+
+
+def _softmax_inplace(z: np.ndarray, axis: int, *, normalise: bool = True) -> np.ndarray:
+    """Softmax of ``z`` along ``axis``, overwriting ``z``; ``-inf`` entries give 0.
+
+    With ``normalise=False`` returns ``(exp(z - max), sum)`` so a caller can
+    divide something smaller than the weights by the sum.
+    """
+    peak = z.max(axis=axis, keepdims=True)
+    empty = np.isneginf(peak)  # every entry -inf: nothing to attend to
+    if empty.any():
+        peak = np.where(empty, 0.0, peak).astype(z.dtype)
+    np.subtract(z, peak, out=z)
+    np.exp(z, out=z)  # exp(-inf) = 0 exactly
+    total = z.sum(axis=axis, keepdims=True)
+    if empty.any():
+        total = np.where(empty, 1.0, total).astype(z.dtype)  # 0 / 1 = 0, not 0 / 0
+    if not normalise:
+        return z, total
+    np.divide(z, total, out=z)
+    return z
+
+
+def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
+    """Boolean mask letting query ``i`` attend to keys ``0..i`` (top-left aligned).
+
+    Parameters
+    ----------
+    n_q : int
+        Number of queries.
+    n_k : int, optional
+        Number of keys; defaults to ``n_q``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_q, n_k)
+        ``mask[i, j] = j <= i``. As in PyTorch, the diagonal starts at the top
+        left, so with ``n_q < n_k`` the last keys are visible to no query.
+
+    Examples
+    --------
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    """
+    n_q = _v.check_positive_int(n_q, "n_q")
+    n_k = n_q if n_k is None else _v.check_positive_int(n_k, "n_k")
+    return np.tri(n_q, n_k, dtype=bool)  # (n_q, n_k)
+
+
+def padding_mask(lengths: Any, n_k: int) -> np.ndarray:
+    """Boolean mask hiding the padding at the end of each sequence of a batch.
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (batch,)
+        True length of each sequence, ``0 <= length <= n_k``.
+    n_k : int
+        Padded length (number of keys).
+
+    Returns
+    -------
+    ndarray of bool, shape (batch, 1, n_k)
+        ``mask[b, 0, j] = j < lengths[b]``; the middle axis broadcasts over
+        the queries. For multi-head inputs ``(batch, heads, n_q, n_k)`` use
+        ``mask[:, None]``. A sequence of length 0 leaves its rows with
+        nothing to attend to, which attention turns into zero outputs.
+
+    Examples
+    --------
+    >>> padding_mask([2, 3], 3).astype(int)
+    array([[[1, 1, 0]],
+    <BLANKLINE>
+           [[1, 1, 1]]])
+    """
+    n_k = _v.check_positive_int(n_k, "n_k")
+    arr = np.asarray(lengths)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"lengths must be a non-empty 1-D sequence; got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise TypeError(f"lengths must be integers; got dtype {arr.dtype}: {arr.tolist()}")
+    bad = (arr < 0) | (arr > n_k)
+    if bad.any():
+        raise ValueError(
+            f"lengths must lie in 0..n_k={n_k}; got {arr[bad].tolist()} "
+            f"at positions {np.flatnonzero(bad).tolist()}"
+        )
+    return (np.arange(n_k) < arr[:, None])[:, None, :]  # (batch, 1, n_k)
+
+
+def scaled_dot_product_attention(
+    Q: Any,
+    K: Any,
+    V: Any,
+    attn_mask: Any = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """``softmax(Q Kᵀ · scale + mask) V`` with PyTorch's conventions.
+
+    Parameters
+    ----------
+    Q : (..., n_q, d_k) array_like
+        Queries, one row per position that asks.
+    K : (..., n_k, d_k) array_like
+        Keys; must share ``d_k`` with ``Q``.
+    V : (..., n_k, d_v) array_like
+        Values; one row per key, ``d_v`` may differ from ``d_k``.
+    attn_mask : array_like, optional
+        Broadcastable to ``(..., n_q, n_k)``. Boolean: True means "may
+        attend" (as in PyTorch). Float: added to the scaled scores; ``-inf``
+        forbids a pair.
+    is_causal : bool
+        Apply ``causal_mask(n_q, n_k)`` (top-left aligned, as in PyTorch).
+        Cannot be combined with ``attn_mask``.
+    scale : float, optional
+        Factor applied to ``Q Kᵀ``; ``None`` means ``1 / √d_k``.
+    return_weights : bool
+        Also return the attention weights.
+
+    Returns
+    -------
+    out : ndarray, shape (..., n_q, d_v)
+        Leading dimensions are those of Q, K and V broadcast together.
+    weights : ndarray, shape (..., n_q, n_k)
+        Only with ``return_weights``; each row sums to 1 (or is all zero).
+
+    Raises
+    ------
+    TypeError
+        Non-real inputs, a mask that is neither boolean nor float, a
+        non-numeric ``scale`` or non-boolean flags.
+    ValueError
+        Shapes that do not fit (each message names the arrays and their
+        shapes), empty sequences, NaN or infinite inputs, a non-positive or
+        non-finite ``scale``, or ``is_causal`` together with ``attn_mask``.
+
+    Notes
+    -----
+    Differences from ``torch.nn.functional.scaled_dot_product_attention``,
+    on purpose:
+
+    * NaN or ±inf in ``Q``, ``K`` or ``V`` raise ``ValueError`` instead of
+      propagating.
+    * A query row whose keys are all masked gets all-zero weights and a zero
+      output; PyTorch returns NaN there.
+    * There is no dropout argument: this library computes, it does not train.
+
+    The dtype is kept (float16/32/64); lists and integer arrays give float64;
+    mixed dtypes follow NumPy's promotion.
+
+    Examples
+    --------
+    >>> Q = [[1.0, 0.0]]
+    >>> K = [[1.0, 0.0], [0.0, 1.0]]
+    >>> V = [[1.0, 2.0], [3.0, 4.0]]
+    >>> out, w = scaled_dot_product_attention(Q, K, V, return_weights=True)
+    >>> w.round(4)
+    array([[0.6698, 0.3302]])
+    >>> out.round(4)
+    array([[1.6605, 2.6605]])
+    """
+    Q = _v.as_float_array(Q, "Q")
+    K = _v.as_float_array(K, "K")
+    V = _v.as_float_array(V, "V")
+    _v.check_sequence_matrix(Q, "Q", "n_q", "d_k")
+    _v.check_sequence_matrix(K, "K", "n_k", "d_k")
+    _v.check_sequence_matrix(V, "V", "n_k", "d_v")
+    if K.shape[-1] != Q.shape[-1]:
+        raise ValueError(
+            f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]} "
+            f"(last axes must match; Q {Q.shape}, K {K.shape})"
+        )
+    if V.shape[-2] != K.shape[-2]:
+        raise ValueError(
+            f"V has n_k={V.shape[-2]} rows but K has n_k={K.shape[-2]} "
+            f"(one value per key; K {K.shape}, V {V.shape})"
+        )
+    batch = _v.broadcast_leading({"Q": Q.shape, "K": K.shape, "V": V.shape})
+    is_causal = _v.check_bool_flag(is_causal, "is_causal")
+    return_weights = _v.check_bool_flag(return_weights, "return_weights")
+    scale = _v.check_scale(scale)
+    n_q, d_k = Q.shape[-2:]
+    n_k, d_v = V.shape[-2:]
+    if is_causal and attn_mask is not None:
+        raise ValueError("pass either attn_mask or is_causal=True, not both (as in PyTorch)")
+    if scale is None:
+        scale = 1.0 / math.sqrt(d_k)
+    dtype = np.result_type(Q, K, V)
+    mask = None
+    if attn_mask is not None:
+        mask = _v.as_mask(attn_mask, "attn_mask", batch + (n_q, n_k))
+        if mask.dtype.kind == "f":
+            dtype = np.result_type(dtype, mask.dtype)
+            mask = mask.astype(dtype, copy=False)
+    elif is_causal:
+        mask = causal_mask(n_q, n_k)
+
+    # Flatten the batch so a loop can take chunks of whole (n_q, n_k) blocks.
+    n_batch = math.prod(batch)
+    Qf = np.broadcast_to(Q.astype(dtype, copy=False), batch + (n_q, d_k)).reshape(n_batch, n_q, d_k)
+    Kf = np.broadcast_to(K.astype(dtype, copy=False), batch + (n_k, d_k)).reshape(n_batch, n_k, d_k)
+    Vf = np.broadcast_to(V.astype(dtype, copy=False), batch + (n_k, d_v)).reshape(n_batch, n_k, d_v)
+    Mf = None
+    if mask is not None:
+        Mf = np.broadcast_to(mask, batch + (n_q, n_k)).reshape(n_batch, n_q, n_k)
+    out = np.empty((n_batch, n_q, d_v), dtype=dtype)
+    weights = np.empty((n_batch, n_q, n_k), dtype=dtype) if return_weights else None
+    step = max(1, _CHUNK_SCORES // (n_q * n_k))
+    scale_t = dtype.type(scale)
+    for start in range(0, n_batch, step):
+        sl = slice(start, start + step)
+        scores = np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2))  # (c, n_q, n_k)
+        if Mf is not None:
+            if Mf.dtype.kind == "b":
+                scores[~Mf[sl]] = -np.inf
+            else:
+                scores += Mf[sl]
+        unnorm, total = _softmax_inplace(scores, -1, normalise=False)
+        np.divide(np.matmul(unnorm, Vf[sl]), total, out=out[sl])  # (c, n_q, d_v)
+        if weights is not None:
+            np.divide(unnorm, total, out=weights[sl])
+    out = out.reshape(batch + (n_q, d_v))
+    if weights is not None:
+        return out, weights.reshape(batch + (n_q, n_k))
+    return out
