@@ -1,0 +1,60 @@
+# The two commands of the README: `make book` and `make test`.
+# Both create .venv if it is missing and install what they need into it.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+HTML   := _build/html
+
+.DEFAULT_GOAL := help
+.PHONY: help venv test-deps book build test lint unit notebooks browser bench clean
+
+help:
+	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
+	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
+	@echo "make bench  run the benchmarks under bench/"
+
+# Reinstall only when a requirements file changed.
+$(BIN)/.reader-installed: requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(BIN)/.test-installed: requirements-test.txt $(BIN)/.reader-installed
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	touch $@
+
+venv: $(BIN)/.reader-installed
+test-deps: $(BIN)/.test-installed
+
+# -W: warnings are errors; execution is forced in _config.yml, so every notebook runs.
+build: venv
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+book: build
+	@echo
+	@echo "The book is built. Open it in a browser:"
+	@echo "  file://$(CURDIR)/$(HTML)/index.html"
+
+lint: test-deps
+	$(BIN)/ruff check attnlib tests bench book/_ext
+
+unit: test-deps
+	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser
+
+notebooks: test-deps
+	$(BIN)/python -m pytest -q --nbval book/ -p no:randomly
+
+browser: test-deps build
+	$(BIN)/python -m pytest -q tests/browser
+
+test: lint unit notebooks browser
+	@echo "All test layers passed."
+
+bench: venv
+	$(BIN)/python bench/bench_core.py
+
+clean:
+	rm -rf _build
