@@ -61,6 +61,7 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
 
     Examples
     --------
+    >>> import numpy as np
     >>> softmax([0.0, 0.0, np.log(2.0)]).round(4)
     array([0.25, 0.25, 0.5 ])
     >>> softmax([1.0, 2.0, 3.0], mask=[True, False, True]).round(4)
@@ -296,18 +297,35 @@ def scaled_dot_product_attention(
     weights = np.empty((n_batch, n_q, n_k), dtype=dtype) if return_weights else None
     step = max(1, _CHUNK_SCORES // (n_q * n_k))
     scale_t = dtype.type(scale)
+    c_max = min(step, n_batch)
+    buffer = np.empty((c_max, n_q, n_k), dtype=dtype)  # reused: no page faults per slice
+    # V with a column of ones: one matmul gives both Σ_j e_ij v_j and the softmax sum Σ_j e_ij.
+    V1 = np.ones((c_max, n_k, d_v + 1), dtype=dtype)
+    result = np.empty((c_max, n_q, d_v + 1), dtype=dtype)
     for start in range(0, n_batch, step):
         sl = slice(start, start + step)
-        scores = np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2))  # (c, n_q, n_k)
+        c = len(Qf[sl])
+        scores = buffer[:c]
+        np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2), out=scores)  # (c, n_q, n_k)
         if Mf is not None:
             if Mf.dtype.kind == "b":
-                scores[~Mf[sl]] = -np.inf
+                np.copyto(scores, -np.inf, where=~Mf[sl])
             else:
                 scores += Mf[sl]
-        unnorm, total = _softmax_inplace(scores, -1, normalise=False)
-        np.divide(np.matmul(unnorm, Vf[sl]), total, out=out[sl])  # (c, n_q, d_v)
+        peak = scores.max(axis=-1, keepdims=True)  # (c, n_q, 1)
+        empty = np.isneginf(peak)  # rows with nothing allowed
+        if empty.any():
+            peak[empty] = 0.0
+        scores -= peak  # every exponent <= 0: no overflow
+        np.exp(scores, out=scores)  # unnormalised weights e_ij; exp(-inf) = 0 exactly
+        V1[:c, :, :d_v] = Vf[sl]
+        np.matmul(scores, V1[:c], out=result[:c])  # (c, n_q, d_v + 1)
+        total = result[:c, :, d_v:]  # (c, n_q, 1) = Σ_j e_ij, >= 1 unless the row is empty
+        if empty.any():
+            total[empty] = 1.0  # 0 / 1 = 0 rather than 0 / 0
+        np.divide(result[:c, :, :d_v], total, out=out[sl])  # (c, n_q, d_v)
         if weights is not None:
-            np.divide(unnorm, total, out=weights[sl])
+            np.divide(scores, total, out=weights[sl])
     out = out.reshape(batch + (n_q, d_v))
     if weights is not None:
         return out, weights.reshape(batch + (n_q, n_k))
