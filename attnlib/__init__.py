@@ -10,6 +10,7 @@ The library every chapter of the book computes with. One module per concept:
 
 from attnlib.core import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from attnlib.examples import Example, abc, cat_sat_on_mat, cat_sits
+from attnlib.trace import AttentionTrace, trace_attention
 
 __all__ = [
     "softmax",
@@ -20,6 +21,8 @@ __all__ = [
     "cat_sat_on_mat",
     "abc",
     "cat_sits",
+    "AttentionTrace",
+    "trace_attention",
 ]
 
 __version__ = "0.1.0"

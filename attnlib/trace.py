@@ -187,3 +187,358 @@ class AttentionTrace:
             return np.ones(self.n_k, dtype=bool)
         return self.mask[row]
 
+
+    def _is_default_scale(self) -> bool:
+        return self.scale == 1.0 / math.sqrt(self.d_k)
+
+    # -- public ------------------------------------------------------------
+    def explain(self, i: int | str, decimals: int = 4) -> str:
+        """Query ``i``'s attention written out as one would compute it by hand.
+
+        Parameters
+        ----------
+        i : int or str
+            Query index (negative counts from the end) or query token label.
+        decimals : int
+            Decimals of computed numbers. Inputs (Q, K, V entries and the raw
+            dot products) print compactly: ``1.0``, ``0.5``, ``0.1235``.
+
+        Returns
+        -------
+        str
+            Seven numbered steps: (1) the query vector, (2) each dot product
+            term by term, (3) the scaling, (4) the exponentials, (5) their
+            sum, (6) the weights and (7) the weighted sum of value rows.
+            Masked keys stay in the list, marked as masked, with weight 0.
+            The printed weights and output are ``weights[i]`` and
+            ``output[i]`` rounded to ``decimals``.
+
+        Raises
+        ------
+        KeyError
+            ``i`` is a label that is not a query token (the message lists them).
+        IndexError
+            ``i`` is an index out of range (the message lists the valid ones).
+        ValueError
+            ``i`` is a label that occurs more than once, or ``decimals < 0``.
+        TypeError
+            ``i`` is neither an int nor a str, or ``decimals`` is not an int.
+
+        Examples
+        --------
+        >>> from attnlib.examples import cat_sat_on_mat
+        >>> ex = cat_sat_on_mat()
+        >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+        >>> lines = tr.explain("cat").splitlines()
+        >>> print(lines[6])
+          q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0
+        >>> print(lines[13])
+          s[The] = 3.0 / √4 = 1.5000
+        >>> print(lines[33])
+          w[The] = 4.4817 / 11.1327 = 0.4026
+        """
+        d = _check_decimals(decimals)
+        r = self._index(i)
+        tok, keys = self.tokens[r], self.key_tokens
+        allowed = self._allowed(r)
+        fx = lambda x: _fixed(float(x), d)  # noqa: E731 - computed numbers
+        cp = lambda x: _compact(float(x), d)  # noqa: E731 - inputs, as a reader writes them
+        kw = max(len(k) for k in keys)
+        at = lambda j, fmt: fmt.format(keys[j]).ljust(len(fmt.format("")) + kw)  # noqa: E731 - aligned labels
+
+        lines = [
+            f"Query {r} {tok!r}: attention over {self.n_k} keys, d_k = {self.d_k}, d_v = {self.d_v}",
+            "",
+            "1. The query vector",
+            f"  q = Q[{tok}] = {_vector(self.Q[r], _compact, d)}",
+            "",
+            "2. Dot product with each key, term by term: the raw scores",
+        ]
+        for j in range(self.n_k):
+            terms = " + ".join(f"({cp(a)})({cp(b)})" for a, b in zip(self.Q[r], self.K[j], strict=True))
+            lines.append(f"  {at(j, 'q·k[{}]')} = {terms} = {cp(self.scores[r, j])}")
+
+        # 3. scaling (and the additive mask, if any)
+        lines.append("")
+        if self._is_default_scale():
+            root = f"√{self.d_k}"
+            lines.append(f"3. Scale: divide by √d_k = {root} = {cp(math.sqrt(self.d_k))}")
+            scaled = lambda j: f"{cp(self.scores[r, j])} / {root}"  # noqa: E731
+        else:
+            lines.append(f"3. Scale: multiply by the given scale {cp(self.scale)} (instead of 1/√d_k)")
+            scaled = lambda j: f"{cp(self.scores[r, j])} × {cp(self.scale)}"  # noqa: E731
+        scaled_only = self.scores[r] * self.scores.dtype.type(self.scale)
+        with np.errstate(invalid="ignore"):
+            bias = self.scaled_scores[r] - scaled_only  # (n_k,) the additive mask, -inf, or 0
+        for j in range(self.n_k):
+            if not allowed[j]:
+                lines.append(f"  {at(j, 's[{}]')} = masked: {tok!r} may not attend to {keys[j]!r} (-inf)")
+                continue
+            plus = f" + ({cp(bias[j])}) from the mask" if bias[j] != 0 else ""
+            lines.append(f"  {at(j, 's[{}]')} = {scaled(j)}{plus} = {fx(self.scaled_scores[r, j])}")
+
+        if not allowed.any():
+            lines += [
+                "",
+                "4-6. Every key is masked for this query: there is nothing to attend to.",
+                "  attnlib gives all weights 0 and a zero output (PyTorch would give NaN here).",
+                "",
+                "7. Output",
+                f"  out[{tok}] = (no value row is added: every weight is 0)",
+                f"  {' ' * len(f'out[{tok}]')} = {_vector(self.output[r], _fixed, d)}",
+            ]
+            return "\n".join(lines)
+
+        # 4. exponentials: of s itself when readable, else of s - max (as the code does)
+        s = self.scaled_scores[r].astype(np.float64)
+        peak = float(s[allowed].max())
+        shifted = not (10.0 ** (1 - d) <= math.exp(min(peak, 700.0)) <= _MAX_READABLE_EXP)
+        lines += ["", "4. Exponentials"]
+        if shifted:
+            lines.append(
+                f"  The scaled scores are too large or too small to exponentiate legibly (max {fx(peak)}),"
+            )
+            lines.append(
+                "  so, as in the code, the maximum is subtracted first: exp(s - max). This divides every"
+            )
+            lines.append("  exponential and their sum by the same exp(max), so the weights do not change.")
+            shift = peak
+            top = fx(peak) if peak >= 0 else f"({fx(peak)})"
+        else:
+            shift = 0.0
+        with np.errstate(under="ignore"):
+            e = np.where(allowed, np.exp(np.where(allowed, s - shift, 0.0)), 0.0)  # (n_k,)
+        for j in range(self.n_k):
+            if not allowed[j]:
+                lines.append(f"  {at(j, 'exp(s[{}])')} = exp(-inf) = 0   (masked)")
+            elif shifted:
+                lines.append(f"  {at(j, 'exp(s[{}] - max)')} = exp({fx(s[j])} - {top}) = {fx(e[j])}")
+            else:
+                lines.append(f"  {at(j, 'exp(s[{}])')} = exp({fx(s[j])}) = {fx(e[j])}")
+        if not shifted:
+            lines.append(
+                f"  (The code subtracts the row maximum {fx(peak)} first, exp(s - {fx(peak)}), for numerical"
+            )
+            lines.append(
+                "  stability; that divides every exponential and their sum by the same factor,"
+            )
+            lines.append("  so the weights do not change.)")
+
+        # 5. sum
+        total = float(e.sum())
+        lines += ["", "5. Their sum"]
+        added = " + ".join(fx(e[j]) for j in range(self.n_k) if allowed[j])
+        lines.append(f"  sum = {added} = {fx(total)}")
+
+        # 6. weights, printed from self.weights (core's numbers)
+        w = self.weights[r]
+        lines += ["", "6. Weights: each exponential divided by the sum"]
+        slip = False
+        for j in range(self.n_k):
+            if not allowed[j]:
+                lines.append(f"  {at(j, 'w[{}]')} = 0   (masked)")
+                continue
+            lines.append(f"  {at(j, 'w[{}]')} = {fx(e[j])} / {fx(total)} = {fx(w[j])}")
+            slip |= _fixed(float(fx(e[j])) / float(fx(total)), d) != fx(w[j])
+
+        # 7. weighted sum of the value rows
+        lines += ["", "7. Output: the weights times the value rows, added up"]
+        terms = [
+            (f"{fx(w[j])}×{_vector(self.V[j], _compact, d)}", keys[j])
+            for j in range(self.n_k)
+            if allowed[j]
+        ]
+        width = max(len(t) for t, _ in terms)
+        head = f"  out[{tok}] = "
+        pad = " " * (len(head) - 2)
+        for n, (term, key) in enumerate(terms):
+            lead = head if n == 0 else pad + "+ "
+            lines.append(f"{lead}{term:<{width}}   (v[{key}])")
+        masked_keys = [keys[j] for j in range(self.n_k) if not allowed[j]]
+        if masked_keys:
+            lines.append(f"{pad}  (masked, weight 0: {', '.join(masked_keys)})")
+        lines.append(f"{pad}= {_vector(self.output[r], _fixed, d)}")
+        by_hand = sum(float(fx(w[j])) * self.V[j].astype(np.float64) for j in range(self.n_k) if allowed[j])
+        slip |= _vector(by_hand, _fixed, d) != _vector(self.output[r], _fixed, d)
+        if slip:
+            lines.append(
+                "  (computed from unrounded numbers: redoing it with the rounded ones above can differ"
+            )
+            lines.append("  in the last digit)")
+        return "\n".join(lines)
+
+    def table(self, stage: str, decimals: int = 4) -> str:
+        """One stage of the computation as a labelled fixed-width matrix.
+
+        Parameters
+        ----------
+        stage : {"Q", "K", "V", "scores", "scaled_scores", "weights", "output"}
+        decimals : int
+            Decimals of every entry.
+
+        Returns
+        -------
+        str
+            A header line, then one line per token: the row label followed by
+            the entries. Columns are the key tokens for ``scores``,
+            ``scaled_scores`` and ``weights``, and ``d0 d1 ...`` for ``Q``,
+            ``K``, ``V`` and ``output``. Rows are the query tokens, except for
+            ``K`` and ``V`` (key tokens). Masked scaled scores print as ``-inf``.
+
+        Raises
+        ------
+        ValueError
+            ``stage`` is not one of the stages (the message lists them), or
+            ``decimals < 0``.
+
+        Examples
+        --------
+        >>> from attnlib.examples import abc
+        >>> ex = abc()
+        >>> print(trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).table("scores", decimals=2))
+              A     B     C
+        A  0.80  0.30  0.10
+        B  0.50  0.50  0.50
+        C  0.20  0.70  0.90
+        """
+        d = _check_decimals(decimals)
+        if stage not in _STAGES:
+            raise ValueError(f"unknown stage {stage!r}; valid stages are {', '.join(_STAGES)}")
+        matrix = getattr(self, stage)
+        rows = self.key_tokens if stage in ("K", "V") else self.tokens
+        if stage in ("scores", "scaled_scores", "weights"):
+            cols = self.key_tokens
+        else:
+            cols = tuple(f"d{c}" for c in range(matrix.shape[1]))
+        cells = [[_fixed(float(x), d) for x in row] for row in matrix]
+        widths = [max(len(cols[c]), *(len(cell[c]) for cell in cells)) for c in range(len(cols))]
+        label_w = max(len(t) for t in rows)
+        out = [" " * label_w + "".join(f"  {h:>{w}}" for h, w in zip(cols, widths, strict=True))]
+        for label, cell in zip(rows, cells, strict=True):
+            entries = "".join(f"  {x:>{w}}" for x, w in zip(cell, widths, strict=True))
+            out.append(f"{label:<{label_w}}{entries}")
+        return "\n".join(out)
+
+
+def _labels(tokens: Any, n_q: int, n_k: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if tokens is None:
+        queries = tuple(f"t{i}" for i in range(n_q))
+        return queries, queries if n_k == n_q else tuple(f"k{j}" for j in range(n_k))
+    if isinstance(tokens, (str, bytes)) or not isinstance(tokens, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"tokens must be a sequence of {n_q} labels (one per query), e.g. a list or tuple of str; "
+            f"got {type(tokens).__name__} {tokens!r}"
+        )
+    if len(tokens) != n_q:
+        raise ValueError(f"tokens has {len(tokens)} labels but Q has n_q={n_q} queries (one label per query)")
+    queries = tuple(str(t) for t in tokens)
+    return queries, queries if n_k == n_q else tuple(f"k{j}" for j in range(n_k))
+
+
+def trace_attention(
+    Q: Any,
+    K: Any,
+    V: Any,
+    tokens: Sequence[str] | None = None,
+    scale: float | None = None,
+    attn_mask: Any = None,
+) -> AttentionTrace:
+    """Run attention on one sequence and keep every intermediate.
+
+    Parameters
+    ----------
+    Q : (n_q, d_k) array_like
+        Queries of one sequence (no batch dimension).
+    K : (n_k, d_k) array_like
+        Keys; must share ``d_k`` with ``Q``.
+    V : (n_k, d_v) array_like
+        Values, one row per key.
+    tokens : sequence of str, length n_q, optional
+        Query labels. When ``n_k == n_q`` (self-attention) they label the keys
+        too; otherwise keys are labelled ``k0, k1, ...``. Default
+        ``t0, t1, ...``.
+    scale : float, optional
+        Factor applied to ``Q Kᵀ``; ``None`` means ``1 / √d_k``.
+    attn_mask : (n_q, n_k) array_like, optional
+        Broadcastable to ``(n_q, n_k)``. Boolean: True means "may attend".
+        Float: added to the scaled scores, ``-inf`` forbids a pair.
+
+    Returns
+    -------
+    AttentionTrace
+        Its ``weights`` and ``output`` are exactly (bitwise) those of
+        ``scaled_dot_product_attention(Q, K, V, attn_mask, scale=scale,
+        return_weights=True)``; ``mask`` is the boolean "may attend" matrix
+        (for a float mask: the entries that are not ``-inf``), or None.
+
+    Raises
+    ------
+    TypeError
+        Non-real inputs, a mask neither boolean nor float, a non-numeric
+        ``scale``, or ``tokens`` that is not a sequence (a single string is
+        refused).
+    ValueError
+        ``Q``, ``K`` or ``V`` not 2-D (batched inputs: trace one sequence at
+        a time), shapes that do not fit, NaN or infinite inputs, a bad
+        ``scale``, or ``tokens`` of the wrong length. Messages name the
+        arguments and their shapes.
+
+    Examples
+    --------
+    >>> from attnlib.examples import cat_sat_on_mat
+    >>> ex = cat_sat_on_mat()
+    >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+    >>> tr
+    AttentionTrace(n_q=5, n_k=5, d_k=4, d_v=4, scale=0.5, tokens=('The', 'cat', 'sat', 'on', 'mat'))
+    >>> tr.weights[0].round(4)
+    array([0.1095, 0.2976, 0.1805, 0.1805, 0.2318])
+    >>> float(tr.scores[1, 0]), float(tr.scaled_scores[1, 0])
+    (3.0, 1.5)
+    """
+    arrays = {name: _v.as_float_array(x, name) for name, x in (("Q", Q), ("K", K), ("V", V))}
+    axes = {"Q": "(n_q, d_k)", "K": "(n_k, d_k)", "V": "(n_k, d_v)"}
+    for name, arr in arrays.items():
+        if arr.ndim != 2:
+            hint = (
+                f"; for a batch, trace one sequence at a time, e.g. {name}[b]"
+                if arr.ndim > 2
+                else ""
+            )
+            raise ValueError(
+                f"trace_attention traces one sequence: {name} must be 2-D {axes[name]}; "
+                f"got shape {arr.shape}{hint}"
+            )
+    Q, K, V = arrays["Q"], arrays["K"], arrays["V"]
+    output, weights = scaled_dot_product_attention(
+        Q, K, V, attn_mask, scale=scale, return_weights=True
+    )  # (n_q, d_v), (n_q, n_k); core validates shapes, mask and scale
+    n_q, d_k = Q.shape
+    n_k = K.shape[0]
+    query_tokens, key_tokens = _labels(tokens, n_q, n_k)
+    scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+
+    dtype = weights.dtype
+    scores = Q.astype(dtype, copy=False) @ K.astype(dtype, copy=False).T  # (n_q, n_k)
+    scaled_scores = scores * dtype.type(scale)  # (n_q, n_k)
+    mask = None
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.dtype.kind == "b":
+            mask = np.broadcast_to(m, (n_q, n_k))
+            scaled_scores = np.where(mask, scaled_scores, -np.inf)
+        else:
+            scaled_scores = scaled_scores + np.broadcast_to(m.astype(dtype, copy=False), (n_q, n_k))
+            mask = ~np.isneginf(scaled_scores)
+    return AttentionTrace(
+        tokens=query_tokens,
+        key_tokens=key_tokens,
+        Q=Q,
+        K=K,
+        V=V,
+        scores=scores,
+        scale=scale,
+        scaled_scores=scaled_scores,
+        weights=weights,
+        output=output,
+        mask=mask,
+    )

@@ -1,0 +1,117 @@
+"""The house rules of the chapters, checked on the stored notebooks.
+
+STYLE.md asks every chapter for learning objectives, one import cell, no reusable code defined in
+the notebook, a summary, and exercises with solutions; nbval compares stored outputs, so the
+notebooks must also be stored as executed top to bottom in one run. These tests read the .ipynb
+files as JSON and fail with the notebook and cell named.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))
+MIN_EXERCISES = 3
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _code_cells(nb: dict) -> list[tuple[int, str, dict]]:
+    return [
+        (i, "".join(c["source"]), c)
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and "".join(c["source"]).strip()
+    ]
+
+
+def _markdown(nb: dict) -> str:
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def _toc_files() -> list[str]:
+    text = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    return re.findall(r"^\s*(?:root|- file):\s*(\S+)\s*$", text, flags=re.MULTILINE)
+
+
+def test_chapters_found() -> None:
+    assert len(CHAPTERS) >= 2, f"expected the chapters under {BOOK}, found {CHAPTERS}"
+
+
+def test_toc_lists_existing_files_and_every_chapter() -> None:
+    listed = _toc_files()
+    assert listed, "no files found in _toc.yml"
+    for entry in listed:
+        candidates = [ROOT / f"{entry}{ext}" for ext in (".md", ".ipynb")]
+        assert any(c.exists() for c in candidates), f"_toc.yml lists {entry}, which does not exist"
+    for chapter in CHAPTERS:
+        assert f"book/{chapter.stem}" in listed, f"{chapter.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_executed_top_to_bottom_without_errors(path: Path) -> None:
+    cells = _code_cells(_load(path))
+    counts = [c.get("execution_count") for _, _, c in cells]
+    assert counts == list(range(1, len(cells) + 1)), (
+        f"{path.name}: execution counts {counts} are not 1..{len(cells)}; "
+        "re-run it top to bottom: jupyter execute --inplace"
+    )
+    for i, _, cell in cells:
+        for out in cell.get("outputs", []):
+            assert out.get("output_type") != "error", f"{path.name} cell {i} stores an error"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_one_import_cell_and_no_definitions(path: Path) -> None:
+    cells = _code_cells(_load(path))
+    first, *rest = cells
+    assert any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(first[1]).body), (
+        f"{path.name}: the first code cell should be the import cell"
+    )
+    for i, src, _ in rest:
+        tree = ast.parse(src)
+        for node in ast.walk(tree):
+            assert not isinstance(node, (ast.Import, ast.ImportFrom)), (
+                f"{path.name} cell {i}: imports belong in the one import cell at the top"
+            )
+            assert not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)), (
+                f"{path.name} cell {i}: defines {type(node).__name__}; reusable code belongs in attnlib"
+            )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_template(path: Path) -> None:
+    nb = _load(path)
+    md = _markdown(nb)
+    assert re.search(r"^#\s+\S", md, flags=re.MULTILINE), f"{path.name}: no title"
+    assert re.search(r"^#+\s+Learning objectives", md, flags=re.MULTILINE | re.IGNORECASE), (
+        f"{path.name}: no 'Learning objectives' section"
+    )
+    assert re.search(r"^#+\s+Summary", md, flags=re.MULTILINE | re.IGNORECASE), (
+        f"{path.name}: no 'Summary' section"
+    )
+    exercises = re.findall(r"[:`]{3,}\{exercise\}\s*\n:label:\s*(\S+)", md)
+    assert len(exercises) >= MIN_EXERCISES, f"{path.name}: {len(exercises)} exercises, need {MIN_EXERCISES}"
+    solved = set(re.findall(r"\{solution(?:-start)?\}\s+(\S+)", md))
+    missing = [label for label in exercises if label not in solved]
+    assert not missing, f"{path.name}: exercises without a solution: {missing}"
+    dropdown = re.findall(r"\{solution(?:-start)?\}\s+\S+\s*\n:class:\s*dropdown", md)
+    assert len(dropdown) >= len(exercises), f"{path.name}: every solution should be a dropdown"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_glue_reference_is_glued(path: Path) -> None:
+    nb = _load(path)
+    referenced = set(re.findall(r"\{glue(?::\w+)?\}`([A-Za-z_][\w]*)", _markdown(nb)))
+    glued = set()
+    for _, src, _ in _code_cells(nb):
+        glued |= set(re.findall(r"glue\(\s*[\"']([\w]+)[\"']", src))
+    assert referenced <= glued, f"{path.name}: referenced but never glued: {sorted(referenced - glued)}"

@@ -1,0 +1,378 @@
+"""Tests of attnlib.trace: the trace agrees with core bit for bit, and every printed number is right."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib.core import causal_mask, scaled_dot_product_attention
+from attnlib.examples import abc, cat_sat_on_mat, cat_sits
+from attnlib.trace import AttentionTrace, trace_attention
+
+EXAMPLES = {"cat_sat_on_mat": cat_sat_on_mat, "abc": abc, "cat_sits": cat_sits}
+STAGES = ("Q", "K", "V", "scores", "scaled_scores", "weights", "output")
+
+
+def cat_trace(**kwargs) -> AttentionTrace:
+    ex = cat_sat_on_mat()
+    return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens, **kwargs)
+
+
+def naive_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    out = np.zeros((Q.shape[0], K.shape[0]))
+    for i in range(Q.shape[0]):
+        for j in range(K.shape[0]):
+            out[i, j] = sum(float(Q[i, t]) * float(K[j, t]) for t in range(Q.shape[1]))
+    return out
+
+
+def random_case(seed: int, n_q: int, n_k: int, d_k: int, d_v: int):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k)), rng.normal(size=(n_k, d_v)), rng
+
+
+def section(text: str, number: str) -> list[str]:
+    """The lines of one numbered step of explain() (without its heading)."""
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(f"{number}. "))
+    out = []
+    for line in lines[start + 1:]:
+        if not line:
+            break
+        out.append(line)
+    return out
+
+
+def printed_weights(text: str) -> dict[str, str]:
+    """{key: printed weight} from step 6."""
+    found = {}
+    for line in section(text, "6"):
+        m = re.fullmatch(r"  w\[(.+?)\]\s*= (?:.* = )?(\S+)(?:   \(masked\))?", line)
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def printed_output(text: str) -> str:
+    return next(line.strip() for line in reversed(text.splitlines()) if line.strip().startswith("= ["))
+
+
+# -- agreement with core ------------------------------------------------------
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_weights_and_output_equal_core_on_examples(name):
+    ex = EXAMPLES[name]()
+    tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+    out, w = scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
+    assert np.array_equal(tr.weights, w)
+    assert np.array_equal(tr.output, out)
+    assert tr.tokens == ex.tokens == tr.key_tokens
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", ["none", "bool", "float", "scale", "cross"])
+def test_weights_and_output_equal_core_on_random_inputs(seed, kind):
+    n_k = 7 if kind == "cross" else 5
+    Q, K, V, rng = random_case(seed, 5, n_k, 3, 2)
+    mask, scale = None, None
+    if kind == "bool":
+        mask = rng.random((5, n_k)) < 0.6
+        mask[0] = False  # one row with nothing to attend to
+    elif kind == "float":
+        mask = np.where(rng.random((5, n_k)) < 0.6, rng.normal(size=(5, n_k)), -np.inf)
+    elif kind == "scale":
+        scale = 0.37
+    tr = trace_attention(Q, K, V, scale=scale, attn_mask=mask)
+    out, w = scaled_dot_product_attention(Q, K, V, mask, scale=scale, return_weights=True)
+    assert np.array_equal(tr.weights, w)
+    assert np.array_equal(tr.output, out)
+    assert tr.scale == (scale if scale is not None else 1 / np.sqrt(3))
+
+
+def test_ground_truth_for_cat_sat_on_mat():
+    tr = cat_trace()
+    assert tr.scale == 0.5
+    assert np.array_equal(tr.weights[0].round(4), [0.1095, 0.2976, 0.1805, 0.1805, 0.2318])
+    assert np.array_equal(tr.output[0].round(4), [0.2254, 0.4135, 0.2964, 0.2964])
+    assert (tr.scores[1, 0], tr.scaled_scores[1, 0], round(float(tr.weights[1, 0]), 4)) == (3.0, 1.5, 0.4026)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scores_equal_a_naive_double_loop(seed):
+    Q, K, V, _ = random_case(seed, 4, 6, 5, 3)
+    tr = trace_attention(Q, K, V)
+    np.testing.assert_allclose(tr.scores, naive_scores(Q, K), rtol=1e-12, atol=1e-12)
+    assert tr.scores.shape == (4, 6)
+
+
+def test_scaled_scores_are_scores_times_scale_where_allowed_and_minus_inf_elsewhere():
+    Q, K, V, rng = random_case(7, 5, 5, 4, 4)
+    bool_mask = causal_mask(5)
+    tr = trace_attention(Q, K, V, scale=0.8, attn_mask=bool_mask)
+    assert np.array_equal(tr.scaled_scores[bool_mask], (tr.scores * 0.8)[bool_mask])
+    assert np.isneginf(tr.scaled_scores[~bool_mask]).all()
+    assert np.array_equal(tr.mask, bool_mask)
+
+    bias = np.where(bool_mask, rng.normal(size=(5, 5)), -np.inf)
+    tr = trace_attention(Q, K, V, attn_mask=bias)
+    assert np.array_equal(tr.scaled_scores[bool_mask], (tr.scores * 0.5 + bias)[bool_mask])
+    assert np.array_equal(tr.mask, bool_mask)  # a float mask is stored as "may attend"
+    assert tr.mask.dtype == bool
+
+
+def test_mask_is_none_without_mask_and_broadcast_when_given_per_key():
+    assert cat_trace().mask is None
+    tr = cat_trace(attn_mask=np.array([True, True, False, True, True]))
+    assert tr.mask.shape == (5, 5)
+    assert not tr.mask[:, 2].any() and tr.mask[:, [0, 1, 3, 4]].all()
+
+
+def test_dtype_is_kept_and_still_equals_core():
+    Q, K, V, _ = random_case(3, 4, 4, 2, 2)
+    Q32, K32, V32 = (x.astype(np.float32) for x in (Q, K, V))
+    tr = trace_attention(Q32, K32, V32)
+    out, w = scaled_dot_product_attention(Q32, K32, V32, return_weights=True)
+    assert tr.weights.dtype == tr.scores.dtype == np.float32
+    assert np.array_equal(tr.output, out) and np.array_equal(tr.weights, w)
+
+
+# -- labels -------------------------------------------------------------------
+def test_default_labels_and_cross_attention_key_labels():
+    Q, K, V, _ = random_case(0, 2, 3, 2, 2)
+    tr = trace_attention(Q, K, V)
+    assert tr.tokens == ("t0", "t1") and tr.key_tokens == ("k0", "k1", "k2")
+    tr = trace_attention(Q, K, V, tokens=["a", "b"])
+    assert tr.tokens == ("a", "b") and tr.key_tokens == ("k0", "k1", "k2")
+    tr = trace_attention(Q, Q, Q)
+    assert tr.key_tokens == tr.tokens == ("t0", "t1")
+
+
+def test_repr_is_compact():
+    assert repr(cat_trace()) == (
+        "AttentionTrace(n_q=5, n_k=5, d_k=4, d_v=4, scale=0.5, tokens=('The', 'cat', 'sat', 'on', 'mat'))"
+    )
+    assert "masked=10" in repr(cat_trace(attn_mask=causal_mask(5)))
+
+
+# -- explain ------------------------------------------------------------------
+def test_explain_row_0_shows_every_step_with_the_right_numbers():
+    text = cat_trace().explain(0)
+    assert "  q = Q[The] = [1.0, 0.0, 1.0, 0.0]" in text
+    assert "  q·k[cat] = (1.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) + (0.0)(0.0) = 2.0" in text
+    assert "  s[cat] = 2.0 / √4 = 1.0000" in text
+    assert "  exp(s[cat]) = exp(1.0000) = 2.7183" in text
+    assert "maximum" in text and "do not change" in text  # the stability remark
+    assert "  sum = 1.0000 + 2.7183 + 1.6487 + 1.6487 + 2.1170 = 9.1327" in text
+    assert "  w[cat] = 2.7183 / 9.1327 = 0.2976" in text
+    assert printed_weights(text) == {
+        "The": "0.1095", "cat": "0.2976", "sat": "0.1805", "on": "0.1805", "mat": "0.2318"
+    }
+    assert "0.2318×[0.5, 0.5, 0.5, 0.5]" in text
+    assert printed_output(text) == "= [0.2254, 0.4135, 0.2964, 0.2964]"
+
+
+def test_explain_cat_expands_the_dot_product_with_the():
+    text = cat_trace().explain(1)
+    assert "  q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0" in text
+    assert "  s[The] = 3.0 / √4 = 1.5000" in text
+    assert "  w[The] = 4.4817 / 11.1327 = 0.4026" in text
+    # the weighted sum of rounded weights gives 0.4603 here, so the last-digit remark must appear
+    assert "can differ" in text
+
+
+def test_explain_accepts_a_label_and_a_negative_index():
+    tr = cat_trace()
+    assert tr.explain("cat") == tr.explain(1)
+    assert tr.explain(-1) == tr.explain("mat")
+    assert tr.explain(np.int64(2)) == tr.explain("sat")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_explain_prints_the_traces_weights_and_output_rounded(seed):
+    Q, K, V, rng = random_case(seed, 4, 6, 3, 3)
+    mask = rng.random((4, 6)) < 0.7
+    mask[:, 0] = True
+    tr = trace_attention(Q, K, V, attn_mask=mask)
+    for i in range(4):
+        text = tr.explain(i, decimals=3)
+        weights = printed_weights(text)
+        assert list(weights) == list(tr.key_tokens)
+        for j, key in enumerate(tr.key_tokens):
+            assert weights[key] == (f"{tr.weights[i, j]:.3f}" if mask[i, j] else "0")
+        expected = "= [" + ", ".join(f"{x:.3f}".replace("-0.000", "0.000") for x in tr.output[i]) + "]"
+        assert printed_output(text) == expected
+
+
+def test_explain_shows_masked_keys_as_masked_not_dropped():
+    text = cat_trace(attn_mask=causal_mask(5)).explain("sat")
+    assert "  s[on]  = masked: 'sat' may not attend to 'on' (-inf)" in text
+    assert "  exp(s[mat]) = exp(-inf) = 0   (masked)" in text
+    assert "  w[on]  = 0   (masked)" in text
+    assert "(masked, weight 0: on, mat)" in text
+    assert "(v[on])" not in text and "(v[sat])" in text
+    assert printed_weights(text) == {"The": "0.2327", "cat": "0.3837", "sat": "0.3837", "on": "0", "mat": "0"}
+    assert printed_output(text) == "= [0.2327, 0.3837, 0.3837, 0.0000]"
+
+
+def test_explain_a_row_with_nothing_allowed_says_so_and_shows_zero_output():
+    mask = causal_mask(5)
+    mask[3] = False
+    tr = cat_trace(attn_mask=mask)
+    text = tr.explain("on")
+    assert "nothing to attend to" in text
+    assert "w[" not in text and "exp(" not in text
+    assert printed_output(text) == "= [0.0000, 0.0000, 0.0000, 0.0000]"
+    assert np.array_equal(tr.output[3], np.zeros(4))
+
+
+def test_explain_custom_scale_and_additive_float_mask():
+    bias = np.zeros((5, 5))
+    bias[4, 0] = -1.0
+    bias[4, 2] = -np.inf
+    tr = cat_trace(scale=0.3, attn_mask=bias)
+    text = tr.explain("mat")
+    assert "multiply by the given scale 0.3" in text
+    assert "  s[The] = 1.0 × 0.3 + (-1.0) from the mask = -0.7000" in text
+    assert "  s[cat] = 1.0 × 0.3 = 0.3000" in text
+    assert "  s[sat] = masked" in text
+    assert "  exp(s[The]) = exp(-0.7000) = 0.4966" in text
+
+
+def test_explain_subtracts_the_max_when_exponentials_would_be_unreadable():
+    ex = cat_sat_on_mat()
+    tr = trace_attention(ex.Q * 20, ex.K, ex.V, scale=1.0)
+    text = tr.explain(0)
+    assert "exp(s - max)" in text
+    assert "  exp(s[t1] - max) = exp(40.0000 - 40.0000) = 1.0000" in text
+    assert "exp(40.0000) =" not in text
+    assert printed_weights(text)["t1"] == f"{tr.weights[0, 1]:.4f}" == "1.0000"
+
+
+# -- table --------------------------------------------------------------------
+def parse_table(text: str) -> tuple[list[str], list[str], np.ndarray]:
+    header, *rows = text.splitlines()
+    labels = [row.split()[0] for row in rows]
+    values = np.array([[float(x) for x in row.split()[1:]] for row in rows])
+    return header.split(), labels, values
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_table_parses_back_to_the_rounded_matrix(stage):
+    tr = cat_trace()
+    cols, rows, values = parse_table(tr.table(stage, decimals=3))
+    matrix = getattr(tr, stage)
+    assert np.array_equal(values, matrix.round(3))
+    assert rows == list(tr.key_tokens if stage in ("K", "V") else tr.tokens)
+    if stage in ("scores", "scaled_scores", "weights"):
+        assert cols == list(tr.key_tokens)
+    else:
+        assert cols == [f"d{c}" for c in range(matrix.shape[1])]
+
+
+def test_table_shows_minus_inf_for_masked_scores_and_aligns_columns():
+    text = cat_trace(attn_mask=causal_mask(5)).table("scaled_scores")
+    lines = text.splitlines()
+    assert lines[1].split() == ["The", "0.0000", "-inf", "-inf", "-inf", "-inf"]
+    assert len({len(line) for line in lines}) == 1  # fixed width
+
+
+# -- errors -------------------------------------------------------------------
+def test_one_dimensional_input_is_refused():
+    ex = cat_sat_on_mat()
+    with pytest.raises(ValueError, match=re.escape("Q must be 2-D (n_q, d_k); got shape (4,)")):
+        trace_attention(ex.Q[0], ex.K, ex.V)
+
+
+def test_batched_input_is_refused_with_a_hint():
+    ex = cat_sat_on_mat()
+    message = "K must be 2-D (n_k, d_k); got shape (2, 5, 4); for a batch"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        trace_attention(ex.Q, np.stack([ex.K, ex.K]), ex.V)
+
+
+def test_core_shape_errors_pass_through():
+    ex = cat_sat_on_mat()
+    with pytest.raises(ValueError, match="K has d_k=3 but Q has d_k=4"):
+        trace_attention(ex.Q, ex.K[:, :3], ex.V)
+    with pytest.raises(ValueError, match=re.escape("attn_mask of shape (4, 5) does not broadcast")):
+        trace_attention(ex.Q, ex.K, ex.V, attn_mask=np.ones((4, 5), dtype=bool))
+
+
+def test_wrong_tokens_are_refused():
+    ex = cat_sat_on_mat()
+    with pytest.raises(ValueError, match="tokens has 3 labels but Q has n_q=5 queries"):
+        trace_attention(ex.Q, ex.K, ex.V, tokens=["a", "b", "c"])
+    with pytest.raises(TypeError, match="tokens must be a sequence of 5 labels"):
+        trace_attention(ex.Q, ex.K, ex.V, tokens="abcde")
+
+
+def test_unknown_stage_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown stage 'attention'; valid stages are Q, K, V, scores"):
+        cat_trace().table("attention")
+
+
+def test_bad_index_or_label_lists_the_valid_ones():
+    tr = cat_trace()
+    message = "query index 5 is out of range for 5 queries; valid indices are 0..4"
+    with pytest.raises(IndexError, match=re.escape(message)):
+        tr.explain(5)
+    with pytest.raises(KeyError, match=r"no query token 'dog'.*'The', 'cat', 'sat', 'on', 'mat'"):
+        tr.explain("dog")
+    with pytest.raises(TypeError, match="i must be an int index or a token label"):
+        tr.explain(1.0)
+    with pytest.raises(ValueError, match="decimals must be >= 0"):
+        tr.explain(0, decimals=-1)
+
+
+def test_repeated_label_asks_for_an_index():
+    ex = abc()
+    tr = trace_attention(ex.Q, ex.K, ex.V, tokens=["x", "y", "x"])
+    with pytest.raises(ValueError, match=re.escape("token 'x' occurs at positions [0, 2]")):
+        tr.explain("x")
+    assert "Query 2 'x'" in tr.explain(2)
+
+
+# -- immutability -------------------------------------------------------------
+def test_arrays_are_read_only_copies_and_the_trace_is_frozen():
+    Q, K, V, _ = random_case(1, 3, 3, 2, 2)
+    mask = causal_mask(3)
+    tr = trace_attention(Q, K, V, attn_mask=mask)
+    for name in (*STAGES, "mask"):
+        arr = getattr(tr, name)
+        assert not arr.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] = 1
+    Q[0, 0] += 1.0
+    mask[2, 2] = False
+    assert tr.Q[0, 0] != Q[0, 0] and tr.mask[2, 2]  # copies, not views of the inputs
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tr.scale = 1.0
+
+
+# -- property -----------------------------------------------------------------
+@settings(max_examples=25, derandomize=True, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_q=st.integers(1, 4),
+    n_k=st.integers(1, 4),
+    d_k=st.integers(1, 4),
+    scale=st.one_of(st.none(), st.floats(0.05, 5.0)),
+)
+def test_property_explain_agrees_with_core(seed, n_q, n_k, d_k, scale):
+    Q, K, V, rng = random_case(seed, n_q, n_k, d_k, 2)
+    mask = rng.random((n_q, n_k)) < 0.7
+    tr = trace_attention(Q * 3, K, V, scale=scale, attn_mask=mask)
+    out, w = scaled_dot_product_attention(Q * 3, K, V, mask, scale=scale, return_weights=True)
+    assert np.array_equal(tr.output, out) and np.array_equal(tr.weights, w)
+    i = int(rng.integers(n_q))
+    text = tr.explain(i)
+    expected = "= [" + ", ".join(f"{x:.4f}".replace("-0.0000", "0.0000") for x in out[i]) + "]"
+    assert printed_output(text) == expected
+    if mask[i].any():
+        assert printed_weights(text) == {
+            k: (f"{w[i, j]:.4f}" if mask[i, j] else "0") for j, k in enumerate(tr.key_tokens)
+        }
