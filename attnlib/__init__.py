@@ -10,6 +10,7 @@ The library every chapter of the book computes with. One module per concept:
 
 from attnlib.core import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from attnlib.examples import Example, abc, cat_sat_on_mat, cat_sits
+from attnlib.plots import CMAP, PALETTE, bars, heatmap, use_book_style, vectors_2d
 from attnlib.trace import AttentionTrace, trace_attention
 
 __all__ = [
@@ -23,6 +24,12 @@ __all__ = [
     "cat_sits",
     "AttentionTrace",
     "trace_attention",
+    "PALETTE",
+    "CMAP",
+    "use_book_style",
+    "heatmap",
+    "vectors_2d",
+    "bars",
 ]
 
 __version__ = "0.1.0"
