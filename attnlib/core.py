@@ -6,8 +6,9 @@ The public functions follow the semantics of PyTorch's
 ``torch.nn.functional.scaled_dot_product_attention`` (batch dimensions,
 boolean or additive masks, ``is_causal``, ``scale``), with two deliberate
 differences that are stated where they apply: attnlib refuses NaN and
-infinite inputs with an error, and a query row with nothing it may attend to
-gets zero weights and a zero output instead of NaN.
+infinite inputs (and scores that overflow their dtype) with an error, and it
+defines a query row with nothing it may attend to as zero weights and a zero
+output (PyTorch returned NaN there before version 2.5 and returns zeros since).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
         raise ValueError("x must have at least 1 dimension; got a scalar")
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"axis {axis} is out of range for x of shape {x.shape}")
+    if x.shape[axis] == 0:
+        raise ValueError(f"x has length 0 along axis {axis} (shape {x.shape}); there is nothing to normalise")
     if mask is not None:
         m = np.asarray(mask)
         if m.dtype.kind != "b":
@@ -230,9 +233,11 @@ def scaled_dot_product_attention(
     on purpose:
 
     * NaN or ±inf in ``Q``, ``K`` or ``V`` raise ``ValueError`` instead of
-      propagating.
+      propagating, and so do scores that overflow the dtype (e.g. entries of
+      ``1e20`` in float32), which would otherwise turn into NaN.
     * A query row whose keys are all masked gets all-zero weights and a zero
-      output; PyTorch returns NaN there.
+      output, by definition here; PyTorch returned NaN there before 2.5 and
+      has returned zeros since.
     * There is no dropout argument: this library computes, it does not train.
 
     The dtype is kept (float16/32/64); lists and integer arrays give float64;
@@ -306,13 +311,19 @@ def scaled_dot_product_attention(
         sl = slice(start, start + step)
         c = len(Qf[sl])
         scores = buffer[:c]
-        np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2), out=scores)  # (c, n_q, n_k)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
+            np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2), out=scores)  # (c, n_q, n_k)
         if Mf is not None:
             if Mf.dtype.kind == "b":
                 np.copyto(scores, -np.inf, where=~Mf[sl])
             else:
                 scores += Mf[sl]
         peak = scores.max(axis=-1, keepdims=True)  # (c, n_q, 1)
+        if (np.isposinf(peak) | np.isnan(peak)).any():  # +inf or inf - inf in Q Kᵀ
+            raise ValueError(
+                f"the scores Q Kᵀ · scale overflow {dtype} (largest |Q| = {np.abs(Q).max():.3g}, "
+                f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
+            )
         empty = np.isneginf(peak)  # rows with nothing allowed
         if empty.any():
             peak[empty] = 0.0

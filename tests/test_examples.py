@@ -1,0 +1,90 @@
+"""Tests of attnlib.examples: the book's three fixed examples as data."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from attnlib.examples import Example, abc, cat_sat_on_mat, cat_sits
+
+# name of the factory: (tokens, shape of Q, K, V, has X and projections)
+EXPECTED = {
+    "cat_sat_on_mat": (("The", "cat", "sat", "on", "mat"), ((5, 4), (5, 4), (5, 4)), False),
+    "abc": (("A", "B", "C"), ((3, 2), (3, 2), (3, 2)), False),
+    "cat_sits": (("Cat", "sits"), ((2, 2), (2, 2), (2, 2)), True),
+}
+FACTORIES = {"cat_sat_on_mat": cat_sat_on_mat, "abc": abc, "cat_sits": cat_sits}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_shapes_tokens_and_dtype(name):
+    ex = FACTORIES[name]()
+    tokens, shapes, has_projections = EXPECTED[name]
+    assert isinstance(ex, Example)
+    assert ex.tokens == tokens
+    assert ex.n == len(tokens)
+    assert (ex.Q.shape, ex.K.shape, ex.V.shape) == shapes
+    assert ex.d_k == shapes[0][1] == shapes[1][1]
+    for arr in (ex.Q, ex.K, ex.V):
+        assert arr.dtype == np.float64
+        assert np.isfinite(arr).all()
+    assert (ex.X is not None) == has_projections
+    assert ex.name and ex.source  # provenance is recorded
+
+
+def _arrays(ex: Example) -> dict[str, np.ndarray]:
+    names = ("Q", "K", "V", "X", "W_Q", "W_K", "W_V")
+    return {n: getattr(ex, n) for n in names if getattr(ex, n) is not None}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_arrays_are_read_only(name):
+    ex = FACTORIES[name]()
+    arrays = _arrays(ex)
+    assert {"Q", "K", "V"} <= set(arrays)
+    for label, arr in arrays.items():
+        assert not arr.flags.writeable, label
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] = 99.0
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_example_is_frozen_and_fresh_per_call(name):
+    first, second = FACTORIES[name](), FACTORIES[name]()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.Q = np.zeros((1, 1))
+    for label, arr in _arrays(first).items():
+        other = getattr(second, label)
+        assert arr is not other and not np.shares_memory(arr, other), label
+        np.testing.assert_array_equal(arr, other)
+
+
+def test_cat_sits_is_built_from_x_and_the_projections():
+    ex = cat_sits()
+    assert ex.X.shape == (2, 3)
+    assert ex.W_Q.shape == ex.W_K.shape == ex.W_V.shape == (3, 2)
+    np.testing.assert_array_equal(ex.Q, ex.X @ ex.W_Q)
+    np.testing.assert_array_equal(ex.K, ex.X @ ex.W_K)
+    np.testing.assert_array_equal(ex.V, ex.X @ ex.W_V)
+    # the values the chapter prints (X = [[1, 0, 1], [0, 1, 1]]):
+    assert ex.Q.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert ex.K.tolist() == [[2.0, 1.0], [1.0, 1.0]]
+    assert ex.V.tolist() == [[1.0, 2.0], [2.0, 1.0]]
+
+
+def test_cat_sat_on_mat_data_reads_as_documented():
+    ex = cat_sat_on_mat()
+    assert ex.Q[0].tolist() == [1.0, 0.0, 1.0, 0.0]  # "The" asks for dimensions 0 and 2
+    assert ex.K[1].tolist() == [1.0, 0.0, 1.0, 0.0]  # which "cat" advertises
+    np.testing.assert_array_equal(ex.V[:4], np.eye(4))  # one-hot values for the first four tokens
+    assert ex.V[4].tolist() == [0.5] * 4  # "mat" spreads 0.5 over all four
+    assert ex.X is ex.W_Q is ex.W_K is ex.W_V is None
+
+
+def test_abc_data_reads_as_documented():
+    ex = abc()
+    assert ex.Q.tolist() == [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]  # east, north-east, north
+    assert ex.V.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]  # unit vectors and their midpoint
+    assert ex.X is None

@@ -1,0 +1,156 @@
+"""Cross-check of attnlib.core.scaled_dot_product_attention against PyTorch's SDPA.
+
+Skipped (with a message saying how to enable it) when torch is not installed.
+240 deterministic random cases cover 0, 1 or 2 leading batch dimensions (with
+broadcasting between Q, K, V and the mask), n_q != n_k, d_v != d_k, boolean
+and additive float masks, ``is_causal`` on square and non-square problems and
+custom scales, in float32 and float64. The largest absolute difference seen
+for each dtype is written to the terminal at the end of the module, for the
+book to quote.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlib.core import scaled_dot_product_attention
+
+torch = pytest.importorskip(
+    "torch",
+    reason="torch not installed; pip install torch==2.13.0 to run the cross-check against PyTorch's SDPA",
+)
+F = torch.nn.functional
+
+TOLERANCE = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float64": {"rtol": 1e-12, "atol": 1e-12}}
+MASK_KINDS = ("none", "bool", "float", "causal")
+N_CASES = 240  # seed -> (dtype, number of batch dims, mask kind) cycles every 24 seeds
+
+
+@pytest.fixture(scope="module")
+def max_abs_diff(request):
+    """Largest |attnlib - torch| per dtype over the module; reported when the module ends."""
+    seen = {"float32": 0.0, "float64": 0.0}
+    counts = {"float32": 0, "float64": 0}
+    yield seen, counts
+    per_dtype = ", ".join(f"{counts[k]} {k} cases: {seen[k]:.3g}" for k in seen)
+    line = f"attnlib vs torch {torch.__version__} SDPA, max |difference| over {per_dtype}"
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        print(line)
+        return
+    with capture.global_and_fixture_disabled():  # shown without -s as well
+        reporter.write_line("")
+        reporter.write_line(line)
+
+
+def _leading(rng: np.random.Generator, batch: tuple[int, ...]) -> tuple[int, ...]:
+    """The batch shape with some dims set to 1 and, sometimes, leading dims dropped (broadcasting)."""
+    dims = tuple(1 if rng.random() < 0.3 else b for b in batch)
+    drop = int(rng.integers(0, len(dims) + 1)) if rng.random() < 0.3 else 0
+    return dims[drop:]
+
+
+def make_case(seed: int):
+    """Deterministic random inputs for one cross-check case."""
+    rng = np.random.default_rng(seed)
+    dtype = (np.float32, np.float64)[seed % 2]
+    n_batch_dims = (seed // 2) % 3
+    kind = MASK_KINDS[(seed // 6) % 4]
+    batch = tuple(int(b) for b in rng.integers(1, 4, size=n_batch_dims))
+    n_q, n_k = (int(n) for n in rng.integers(1, 8, size=2))
+    if kind == "causal" and (seed // 24) % 2 == 0:
+        n_k = n_q  # half the causal cases are square, half (mostly) not
+    d_k, d_v = (int(d) for d in rng.integers(1, 9, size=2))
+    Q = rng.standard_normal(_leading(rng, batch) + (n_q, d_k)).astype(dtype)
+    K = rng.standard_normal(_leading(rng, batch) + (n_k, d_k)).astype(dtype)
+    V = rng.standard_normal(_leading(rng, batch) + (n_k, d_v)).astype(dtype)
+    kwargs: dict = {"scale": None if rng.random() < 0.5 else float(rng.uniform(0.1, 2.0))}
+    if kind == "causal":
+        kwargs["is_causal"] = True
+    elif kind in ("bool", "float"):
+        # torch adds the mask in place to Q Kᵀ, so its batch dims must fit in those of Q and K
+        # (attnlib also accepts a mask that broadcasts against V's batch dims)
+        qk_batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        rows = n_q if rng.random() < 0.8 else 1  # sometimes one row broadcast over the queries
+        shape = _leading(rng, qk_batch) + (rows, n_k)
+        keep = rng.random(shape) < 0.6
+        # at least one key per row, so torch and attnlib agree by definition (see the test below)
+        keep[..., np.arange(rows), rng.integers(0, n_k, size=rows)] = True
+        if kind == "bool":
+            kwargs["attn_mask"] = keep
+        else:
+            additive = 2.0 * rng.standard_normal(shape)
+            additive[~keep] = -np.inf
+            kwargs["attn_mask"] = additive.astype(dtype)  # torch wants the query's dtype
+    return Q, K, V, kwargs
+
+
+def torch_sdpa(Q, K, V, attn_mask=None, *, is_causal=False, scale=None) -> np.ndarray:
+    mask = None if attn_mask is None else torch.from_numpy(np.ascontiguousarray(attn_mask))
+    out = F.scaled_dot_product_attention(
+        torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V),
+        attn_mask=mask, is_causal=is_causal, scale=scale,
+    )
+    return out.numpy()
+
+
+def test_cases_cover_what_they_claim():
+    cases = [make_case(seed) for seed in range(N_CASES)]
+    assert {Q.dtype for Q, *_ in cases} == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert {Q.ndim for Q, *_ in cases} >= {2, 3, 4}
+    assert any(Q.shape[:-2] != K.shape[:-2] for Q, K, _, _ in cases)  # broadcasting
+    assert any(Q.shape[-2] != K.shape[-2] for Q, K, _, _ in cases)
+    assert any(Q.shape[-1] != V.shape[-1] for Q, _, V, _ in cases)
+    causal = [(Q.shape[-2], K.shape[-2]) for Q, K, _, kw in cases if kw.get("is_causal")]
+    assert any(a == b for a, b in causal) and any(a < b for a, b in causal) and any(a > b for a, b in causal)
+    masks = [kw["attn_mask"] for *_, kw in cases if "attn_mask" in kw]
+    assert {m.dtype.kind for m in masks} == {"b", "f"}
+    assert any(m.dtype.kind == "f" and np.isneginf(m).any() for m in masks)
+    assert any(kw["scale"] is not None for *_, kw in cases)
+
+
+@pytest.mark.parametrize("seed", range(N_CASES))
+def test_matches_torch_sdpa(seed, max_abs_diff):
+    Q, K, V, kwargs = make_case(seed)
+    ours = scaled_dot_product_attention(Q, K, V, **kwargs)
+    theirs = torch_sdpa(Q, K, V, **kwargs)
+    assert ours.shape == theirs.shape
+    assert ours.dtype == theirs.dtype == Q.dtype
+    name = Q.dtype.name
+    diff = float(np.max(np.abs(ours.astype(np.float64) - theirs.astype(np.float64))))
+    seen, counts = max_abs_diff
+    seen[name] = max(seen[name], diff)
+    counts[name] += 1
+    np.testing.assert_allclose(ours, theirs, **TOLERANCE[name])
+
+
+def _torch_at_least(major: int, minor: int) -> bool:
+    release = torch.__version__.split("+")[0].split(".")
+    return (int(release[0]), int(release[1])) >= (major, minor)
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_fully_masked_rows_attnlib_gives_zeros_and_torch_agrees_since_2_5(mask_kind):
+    # attnlib: a query with nothing to attend to gets zero weights and a zero output, never NaN.
+    # PyTorch returned NaN there before 2.5; since 2.5 its SDPA uses a "safe softmax" that also
+    # gives 0 (pytorch/pytorch PR #133882), so on a current torch the two agree on these rows too.
+    rng = np.random.default_rng(99)
+    Q, K, V = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 6))
+    keep = rng.random((2, 4, 5)) < 0.7
+    keep[..., np.arange(4), rng.integers(0, 5, size=4)] = True
+    keep[0, 1] = False  # one fully masked row
+    keep[1, 3] = False  # and another
+    mask = keep if mask_kind == "bool" else np.where(keep, 0.0, -np.inf)
+    ours = scaled_dot_product_attention(Q, K, V, mask)
+    theirs = torch_sdpa(Q, K, V, mask)
+    empty = ~keep.any(axis=-1)  # (2, 4)
+    assert empty.sum() == 2
+    assert not np.isnan(ours).any()
+    assert (ours[empty] == 0.0).all()
+    np.testing.assert_allclose(ours[~empty], theirs[~empty], **TOLERANCE["float64"])
+    if _torch_at_least(2, 5):
+        assert (theirs[empty] == 0.0).all()
+    else:  # pragma: no cover - old torch
+        assert np.isnan(theirs[empty]).all()
