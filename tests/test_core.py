@@ -711,7 +711,7 @@ BAD_INPUTS = [
     case("padding_n_k_0", lambda: padding_mask([1, 2], 0), ValueError, "n_k must be positive; got 0"),
     # --- finite inputs whose scores overflow the dtype (would be inf - inf = NaN)
     case("scores_overflow_float32",
-         lambda: sdpa(np.full((2, 1), 1e20, np.float32), np.full((2, 1), 1e20, np.float32), np.ones((2, 1), np.float32)),
+         lambda: sdpa(*(np.full((2, 1), 1e20, np.float32) for _ in "QK"), np.ones((2, 1), np.float32)),
          ValueError, "the scores Q Kᵀ · scale overflow float32", "largest |Q| = 1e+20"),
     case("scores_inf_minus_inf",
          lambda: sdpa(np.array([[1e300, 1e300]]), np.array([[1e300, -1e300]]), np.ones((1, 1))),
