@@ -98,7 +98,7 @@ def test_chapter_template(path: Path) -> None:
     assert re.search(r"^#+\s+Summary", md, flags=re.MULTILINE | re.IGNORECASE), (
         f"{path.name}: no 'Summary' section"
     )
-    exercises = re.findall(r"[:`]{3,}\{exercise\}\s*\n:label:\s*(\S+)", md)
+    exercises = re.findall(r"[:`]{3,}\{exercise\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label:\s*(\S+)", md)
     assert len(exercises) >= MIN_EXERCISES, f"{path.name}: {len(exercises)} exercises, need {MIN_EXERCISES}"
     solved = set(re.findall(r"\{solution(?:-start)?\}\s+(\S+)", md))
     missing = [label for label in exercises if label not in solved]
