@@ -117,6 +117,15 @@ def check_positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
+def check_decimals(decimals: Any) -> int:
+    """Return ``decimals`` (digits after the point in rendered numbers) as a non-negative int."""
+    if isinstance(decimals, (bool, np.bool_)) or not isinstance(decimals, numbers.Integral):
+        raise TypeError(f"decimals must be an integer; got {type(decimals).__name__} {decimals!r}")
+    if decimals < 0:
+        raise ValueError(f"decimals must be >= 0; got {decimals}")
+    return int(decimals)
+
+
 def as_mask(mask: Any, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
     """Check a mask: boolean ("may attend") or additive float, broadcastable to ``target_shape``.
 

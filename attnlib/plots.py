@@ -128,14 +128,6 @@ def _labels(labels: Any, name: str) -> list[str]:
     return [str(label) for label in labels]
 
 
-def _check_decimals(decimals: Any) -> int:
-    if isinstance(decimals, (bool, np.bool_)) or not isinstance(decimals, numbers.Integral):
-        raise TypeError(f"decimals must be an integer; got {type(decimals).__name__} {decimals!r}")
-    if decimals < 0:
-        raise ValueError(f"decimals must be >= 0; got {decimals}")
-    return int(decimals)
-
-
 def _check_limit(value: Any, name: str) -> float | None:
     if value is None:
         return None
@@ -266,7 +258,7 @@ def heatmap(
     >>> plt.close("all")
     """
     _check_ax(ax)
-    decimals = _check_decimals(decimals)
+    decimals = _v.check_decimals(decimals)
     annotate = _v.check_bool_flag(annotate, "annotate")
     colorbar = _v.check_bool_flag(colorbar, "colorbar")
     vmin = _check_limit(vmin, "vmin")
@@ -617,7 +609,7 @@ def bars(
     >>> plt.close("all")
     """
     _check_ax(ax)
-    decimals = _check_decimals(decimals)
+    decimals = _v.check_decimals(decimals)
     annotate = _v.check_bool_flag(annotate, "annotate")
     arr = _v.as_float_array(values, "values").astype(np.float64)
     if arr.ndim not in (1, 2):

@@ -42,14 +42,6 @@ def _readonly(arr: np.ndarray | None) -> np.ndarray | None:
     return out
 
 
-def _check_decimals(decimals: Any) -> int:
-    if isinstance(decimals, (bool, np.bool_)) or not isinstance(decimals, numbers.Integral):
-        raise TypeError(f"decimals must be an integer; got {type(decimals).__name__} {decimals!r}")
-    if decimals < 0:
-        raise ValueError(f"decimals must be >= 0; got {decimals}")
-    return int(decimals)
-
-
 def _fixed(x: float, decimals: int) -> str:
     """``x`` with exactly ``decimals`` decimals; ``-inf`` as ``-inf``; no ``-0.0000``."""
     if np.isneginf(x):
@@ -237,7 +229,7 @@ class AttentionTrace:
         >>> print(lines[33])
           w[The] = 4.4817 / 11.1327 = 0.4026
         """
-        d = _check_decimals(decimals)
+        d = _v.check_decimals(decimals)
         r = self._index(i)
         tok, keys = self.tokens[r], self.key_tokens
         allowed = self._allowed(r)
@@ -401,7 +393,7 @@ class AttentionTrace:
         B  0.50  0.50  0.50
         C  0.20  0.70  0.90
         """
-        d = _check_decimals(decimals)
+        d = _v.check_decimals(decimals)
         if stage not in _STAGES:
             raise ValueError(f"unknown stage {stage!r}; valid stages are {', '.join(_STAGES)}")
         matrix = getattr(self, stage)
