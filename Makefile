@@ -45,7 +45,7 @@ unit: test-deps
 	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser
 
 notebooks: test-deps
-	$(BIN)/python -m pytest -q --nbval book/ -p no:randomly
+	$(BIN)/python -m pytest -q --nbval book/
 
 browser: test-deps build
 	$(BIN)/python -m pytest -q tests/browser
