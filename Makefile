@@ -7,12 +7,13 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit notebooks browser bench clean
+.PHONY: help venv test-deps book build test lint unit notebooks browser bench execute clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
+	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares)"
 
 # Reinstall only when a requirements file changed.
 $(BIN)/.reader-installed: requirements.txt pyproject.toml
@@ -52,6 +53,14 @@ browser: test-deps build
 
 test: lint unit notebooks browser
 	@echo "All test layers passed."
+
+# Re-execute the chapters in place, then drop per-cell timestamps so diffs show only real changes.
+execute: venv
+	$(BIN)/jupyter execute --inplace book/*.ipynb
+	$(BIN)/python -c "import glob, nbformat as nbf; \
+		nbs = {p: nbf.read(p, 4) for p in glob.glob('book/*.ipynb')}; \
+		[c.metadata.pop('execution', None) for nb in nbs.values() for c in nb.cells]; \
+		[nbf.write(nb, p) for p, nb in nbs.items()]"
 
 bench: venv
 	$(BIN)/python bench/bench_core.py

@@ -308,13 +308,11 @@ class AttentionTrace:
             else:
                 lines.append(f"  {at(j, 'exp(s[{}])')} = exp({fx(s[j])}) = {fx(e[j])}")
         if not shifted:
-            lines.append(
-                f"  (The code subtracts the row maximum {fx(peak)} first, exp(s - {fx(peak)}), for numerical"
-            )
-            lines.append(
-                "  stability; that divides every exponential and their sum by the same factor,"
-            )
-            lines.append("  so the weights do not change.)")
+            lines += [  # wrapped to stay under 80 characters on the page
+                f"  (attnlib subtracts the row maximum, {fx(peak)}, before exponentiating, to avoid",
+                "  overflow; every exponential and the sum shrink by the same factor, so the",
+                "  weights do not change.)",
+            ]
 
         # 5. sum
         total = float(e.sum())
@@ -353,10 +351,10 @@ class AttentionTrace:
         by_hand = sum(float(fx(w[j])) * self.V[j].astype(np.float64) for j in range(self.n_k) if allowed[j])
         slip |= _vector(by_hand, _fixed, d) != _vector(self.output[r], _fixed, d)
         if slip:
-            lines.append(
-                "  (computed from unrounded numbers: redoing it with the rounded ones above can differ"
-            )
-            lines.append("  in the last digit)")
+            lines += [
+                "  (computed from unrounded numbers: redoing it with the rounded ones above",
+                "  can differ in the last digit)",
+            ]
         return "\n".join(lines)
 
     def table(self, stage: str, decimals: int = 4) -> str:

@@ -376,3 +376,12 @@ def test_property_explain_agrees_with_core(seed, n_q, n_k, d_k, scale):
         assert printed_weights(text) == {
             k: (f"{w[i, j]:.4f}" if mask[i, j] else "0") for j, k in enumerate(tr.key_tokens)
         }
+
+
+def test_explain_lines_fit_a_book_page():
+    # The rendered page shows about 80 characters of output per line before clipping.
+    ex = cat_sat_on_mat()
+    trace = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+    for i in range(trace.n_q):
+        longest = max(trace.explain(i).splitlines(), key=len)
+        assert len(longest) <= 80, f"explain({i}) has a line of {len(longest)} characters: {longest!r}"
