@@ -351,7 +351,7 @@ def heatmap(
     for spine in ax.spines.values():
         spine.set_visible(False)
     if xlabel is not None:
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(xlabel, labelpad=10)  # clear of the tick labels, so it does not read as one of them
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     if title is not None:
