@@ -6,11 +6,13 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.trace` – every intermediate of one attention call, explained
 * :mod:`attnlib.examples` – the book's fixed examples as data
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
-* :mod:`attnlib.grad` – the analytic backward pass of attention
+* :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
+* :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
 """
 
-from attnlib import core, examples, grad, plots, stats, trace
+from attnlib import complexity, core, examples, grad, plots, stats, trace
+from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
@@ -24,6 +26,7 @@ __all__ = [
     *examples.__all__,
     *stats.__all__,
     *grad.__all__,
+    *complexity.__all__,
     *plots.__all__,
 ]
 

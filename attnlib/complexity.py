@@ -1,0 +1,1029 @@
+"""What attention costs: exact operation and memory counts, model scale, measured time.
+
+Four questions, one function each:
+
+* :func:`flop_counts` – how many multiplies, adds, comparisons, exps and
+  divides does ``softmax(Q Kᵀ / √d_k) V`` take, stage by stage?
+* :func:`memory_bytes` – how many bytes are alive at each stage, and at the peak?
+* :func:`attention_scale_table` – what do these numbers come to in published
+  models (:data:`MODEL_CONFIGS`) at their maximum context?
+* :func:`time_attention` and :func:`fit_power_law` – how does the measured time
+  of :func:`attnlib.core.scaled_dot_product_attention` grow with ``n``, and
+  with which exponent (with a confidence interval)?
+
+Every count here describes the *textbook algorithm* (compute the scores,
+scale them, softmax them row by row, multiply by ``V``), not the schedule
+:mod:`attnlib.core` happens to run; see :func:`flop_counts` for the
+differences.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnlib import _validation as _v
+from attnlib.core import scaled_dot_product_attention
+
+__all__ = [
+    "StageCount",
+    "FlopCounts",
+    "flop_counts",
+    "MemoryStage",
+    "MemoryCounts",
+    "memory_bytes",
+    "ModelConfig",
+    "MODEL_CONFIGS",
+    "ModelScale",
+    "AttentionScaleTable",
+    "attention_scale_table",
+    "AttentionTiming",
+    "time_attention",
+    "PowerLawFit",
+    "fit_power_law",
+]
+
+
+# --------------------------------------------------------------------------- private helpers
+def _check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _check_float_dtype(dtype: Any) -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a NumPy floating dtype such as np.float32; got {dtype!r}") from None
+    if dt.kind != "f":
+        raise TypeError(f"dtype must be a floating dtype (float16/32/64); got {dt}")
+    return dt
+
+
+def _check_confidence(confidence: Any) -> float:
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
+        raise TypeError(f"confidence must be a real number; got {type(confidence).__name__} {confidence!r}")
+    c = float(confidence)
+    if not 0.0 < c < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1; got {c}")
+    return c
+
+
+def _format_bytes(n_bytes: int) -> str:
+    """``n_bytes`` in binary (IEC) units: B, KiB, MiB, GiB, TiB, three significant digits."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- FLOP counts
+@dataclass(frozen=True)
+class StageCount:
+    """The operations of one stage of attention.
+
+    Attributes
+    ----------
+    name : str
+        Short key: ``"QK"``, ``"scale"``, ``"max"``, ``"subtract"``, ``"exp"``,
+        ``"sum"``, ``"divide"`` or ``"AV"``.
+    operation : str
+        What the stage computes, in the book's notation.
+    multiplies, adds, compares, exps, divides : int
+        Scalar operations; ``adds`` counts additions and subtractions.
+    """
+
+    name: str
+    operation: str
+    multiplies: int = 0
+    adds: int = 0
+    compares: int = 0
+    exps: int = 0
+    divides: int = 0
+
+    @property
+    def flops(self) -> int:
+        """``multiplies + adds + compares + divides`` (exps are not FLOPs here; see ``exps``)."""
+        return self.multiplies + self.adds + self.compares + self.divides
+
+
+@dataclass(frozen=True)
+class FlopCounts:
+    """Exact operation counts of one attention call, per stage and in total.
+
+    Attributes
+    ----------
+    n_q, n_k, d_k, d_v : int
+        The shapes counted: ``Q`` is ``(n_q, d_k)``, ``K`` is ``(n_k, d_k)``,
+        ``V`` is ``(n_k, d_v)``.
+    stages : tuple of StageCount
+        In the order they run: ``QK, scale, max, subtract, exp, sum, divide, AV``.
+    """
+
+    n_q: int
+    n_k: int
+    d_k: int
+    d_v: int
+    stages: tuple[StageCount, ...]
+
+    def stage(self, name: str) -> StageCount:
+        """The stage called ``name`` (one of ``QK, scale, max, subtract, exp, sum, divide, AV``).
+
+        Raises
+        ------
+        KeyError
+            No stage has that name.
+
+        Examples
+        --------
+        >>> flop_counts(4, 4, 2, 2).stage("max").compares
+        12
+        """
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(f"no stage {name!r}; the stages are {[s.name for s in self.stages]}")
+
+    @property
+    def multiplies(self) -> int:
+        return sum(s.multiplies for s in self.stages)
+
+    @property
+    def adds(self) -> int:
+        return sum(s.adds for s in self.stages)
+
+    @property
+    def compares(self) -> int:
+        return sum(s.compares for s in self.stages)
+
+    @property
+    def exps(self) -> int:
+        return sum(s.exps for s in self.stages)
+
+    @property
+    def divides(self) -> int:
+        return sum(s.divides for s in self.stages)
+
+    @property
+    def flops(self) -> int:
+        """Total FLOPs: one per multiply, add (or subtract), comparison and divide; exps excluded."""
+        return sum(s.flops for s in self.stages)
+
+    @property
+    def matmul_flops(self) -> int:
+        """FLOPs of the two matrix products ``Q Kᵀ`` and ``A V`` alone (≈ ``2 n_q n_k (d_k + d_v)``)."""
+        return self.stage("QK").flops + self.stage("AV").flops
+
+    def table(self) -> str:
+        """A plain-text table: one row per stage, then the totals.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> print(flop_counts(4, 4, 2, 2).table())  # doctest: +NORMALIZE_WHITESPACE
+        attention FLOPs for n_q=4, n_k=4, d_k=2, d_v=2 (textbook algorithm)
+        stage     operation                     mul  add  cmp  exp  div  FLOPs
+        QK        S = Q Kᵀ                       32   16    0    0    0     48
+        scale     S · (1/√d_k)                   16    0    0    0    0     16
+        max       m_i = max_j S_ij                0    0   12    0    0     12
+        subtract  S_ij − m_i                      0   16    0    0    0     16
+        exp       E_ij = exp(S_ij − m_i)          0    0    0   16    0      0
+        sum       ℓ_i = Σ_j E_ij                  0   12    0    0    0     12
+        divide    A_ij = E_ij / ℓ_i               0    0    0    0   16     16
+        AV        O = A V                        32   24    0    0    0     56
+        total                                    80   68   12   16   16    176
+        FLOPs = mul + add + cmp + div (subtractions count as adds); exps counted separately
+        """
+        rows = [(s.name, s.operation, s.multiplies, s.adds, s.compares, s.exps, s.divides, s.flops)
+                for s in self.stages]
+        rows.append(("total", "", self.multiplies, self.adds, self.compares, self.exps, self.divides,
+                     self.flops))
+        heads = ("mul", "add", "cmp", "exp", "div", "FLOPs")
+        widths = [max(len(h), *(len(f"{r[2 + i]:,}") for r in rows)) for i, h in enumerate(heads)]
+        w_name = max(len("stage"), *(len(r[0]) for r in rows))
+        w_op = max(len("operation"), *(len(r[1]) for r in rows))
+
+        def line(name: str, op: str, cells: Sequence[str]) -> str:
+            return f"{name:<{w_name}}  {op:<{w_op}}  " + "  ".join(
+                f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)
+            )
+
+        out = [
+            f"attention FLOPs for n_q={self.n_q}, n_k={self.n_k}, d_k={self.d_k}, d_v={self.d_v} "
+            "(textbook algorithm)",
+            line("stage", "operation", heads).rstrip(),
+        ]
+        out += [line(r[0], r[1], [f"{v:,}" for v in r[2:]]) for r in rows]
+        out.append("FLOPs = mul + add + cmp + div (subtractions count as adds); exps counted separately")
+        return "\n".join(out)
+
+
+def flop_counts(n_q: int, n_k: int, d_k: int, d_v: int) -> FlopCounts:
+    """Exact scalar-operation counts of ``softmax(Q Kᵀ / √d_k) V``, stage by stage.
+
+    The convention is the *textbook algorithm*, each stage done on its own:
+
+    ======== ======================== ==================================================
+    stage    computes                 operations
+    ======== ======================== ==================================================
+    QK       ``S = Q Kᵀ``             ``n_q·n_k`` dot products of length ``d_k``:
+                                      ``n_q·n_k·d_k`` multiplies, ``n_q·n_k·(d_k−1)`` adds
+    scale    ``S · (1/√d_k)``         ``n_q·n_k`` multiplies (the factor is computed once)
+    max      ``m_i = max_j S_ij``     ``n_q·(n_k−1)`` comparisons
+    subtract ``S_ij − m_i``           ``n_q·n_k`` subtractions (counted as adds)
+    exp      ``exp(S_ij − m_i)``      ``n_q·n_k`` exps
+    sum      ``ℓ_i = Σ_j E_ij``       ``n_q·(n_k−1)`` adds
+    divide   ``A_ij = E_ij / ℓ_i``    ``n_q·n_k`` divides
+    AV       ``O = A V``              ``n_q·d_v`` dot products of length ``n_k``:
+                                      ``n_q·d_v·n_k`` multiplies, ``n_q·d_v·(n_k−1)`` adds
+    ======== ======================== ==================================================
+
+    A sum of ``L`` numbers takes ``L − 1`` additions (the first term starts the
+    accumulator), and a maximum of ``L`` numbers ``L − 1`` comparisons.
+
+    **FLOP convention**: one FLOP per multiply, add, subtract, comparison and
+    divide; exponentials are reported in their own column (``exps``) and *not*
+    included in ``flops``, because an ``exp`` costs tens of FLOPs on a CPU and
+    runs on a separate unit on a GPU, so no single weight would be right.
+    The products dominate: ``flops ≈ 2·n_q·n_k·(d_k + d_v)``.
+
+    Parameters
+    ----------
+    n_q, n_k : int
+        Number of queries and of keys (= values), both positive.
+    d_k, d_v : int
+        Width of queries/keys and of values, both positive.
+
+    Returns
+    -------
+    FlopCounts
+        Per-stage counts, totals (``.multiplies``, ``.adds``, ``.compares``,
+        ``.exps``, ``.divides``, ``.flops``) and ``.table()``.
+
+    Raises
+    ------
+    TypeError
+        A size is not an integer.
+    ValueError
+        A size is zero or negative.
+
+    Notes
+    -----
+    :func:`attnlib.core.scaled_dot_product_attention` computes the same
+    result on a different schedule, so its own counts differ in the
+    lower-order terms: it scales ``Q`` before the product (``n_q·d_k``
+    multiplies instead of ``n_q·n_k``), gets the row sums from the value
+    product through a column of ones, and divides the ``n_q·d_v`` outputs
+    rather than the ``n_q·n_k`` weights. The ``n_q·n_k·(d_k + d_v)`` terms of
+    the two products, which dominate, are the same.
+
+    Examples
+    --------
+    >>> c = flop_counts(n_q=4, n_k=4, d_k=2, d_v=2)
+    >>> c.stage("QK").multiplies, c.stage("QK").adds
+    (32, 16)
+    >>> c.flops, c.exps
+    (176, 16)
+    >>> flop_counts(1024, 1024, 64, 64).matmul_flops / flop_counts(1024, 1024, 64, 64).flops > 0.97
+    True
+    """
+    n_q = _v.check_positive_int(n_q, "n_q")
+    n_k = _v.check_positive_int(n_k, "n_k")
+    d_k = _v.check_positive_int(d_k, "d_k")
+    d_v = _v.check_positive_int(d_v, "d_v")
+    scores = n_q * n_k
+    stages = (
+        StageCount("QK", "S = Q Kᵀ", multiplies=scores * d_k, adds=scores * (d_k - 1)),
+        StageCount("scale", "S · (1/√d_k)", multiplies=scores),
+        StageCount("max", "m_i = max_j S_ij", compares=n_q * (n_k - 1)),
+        StageCount("subtract", "S_ij − m_i", adds=scores),
+        StageCount("exp", "E_ij = exp(S_ij − m_i)", exps=scores),
+        StageCount("sum", "ℓ_i = Σ_j E_ij", adds=n_q * (n_k - 1)),
+        StageCount("divide", "A_ij = E_ij / ℓ_i", divides=scores),
+        StageCount("AV", "O = A V", multiplies=n_q * d_v * n_k, adds=n_q * d_v * (n_k - 1)),
+    )
+    return FlopCounts(n_q=n_q, n_k=n_k, d_k=d_k, d_v=d_v, stages=stages)
+
+
+# --------------------------------------------------------------------------- memory
+@dataclass(frozen=True)
+class MemoryStage:
+    """The arrays alive during one stage.
+
+    Attributes
+    ----------
+    name : str
+        ``"inputs"``, ``"scores"``, ``"softmax"``, ``"output"`` or ``"result"``.
+    arrays : tuple of (str, tuple of int)
+        Each live array's name and shape, e.g. ``("S", (n_q, n_k))``.
+    itemsize : int
+        Bytes per element.
+    """
+
+    name: str
+    arrays: tuple[tuple[str, tuple[int, ...]], ...]
+    itemsize: int
+
+    @property
+    def elements(self) -> int:
+        """Total number of elements alive."""
+        return sum(math.prod(shape) for _, shape in self.arrays)
+
+    @property
+    def bytes(self) -> int:
+        """``elements · itemsize``."""
+        return self.elements * self.itemsize
+
+
+@dataclass(frozen=True)
+class MemoryCounts:
+    """Live memory of one attention call at each stage, and the peak.
+
+    Attributes
+    ----------
+    n_q, n_k, d_k, d_v : int
+        The shapes counted.
+    dtype : str
+        Name of the element type, e.g. ``"float32"``.
+    itemsize : int
+        Bytes per element.
+    in_place : bool
+        Whether the softmax overwrites the scores (see :func:`memory_bytes`).
+    stages : tuple of MemoryStage
+        ``inputs, scores, softmax, output, result``.
+    """
+
+    n_q: int
+    n_k: int
+    d_k: int
+    d_v: int
+    dtype: str
+    itemsize: int
+    in_place: bool
+    stages: tuple[MemoryStage, ...]
+
+    def stage(self, name: str) -> MemoryStage:
+        """The stage called ``name``; ``KeyError`` naming the stages if there is none."""
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(f"no stage {name!r}; the stages are {[s.name for s in self.stages]}")
+
+    @property
+    def peak_bytes(self) -> int:
+        """The largest live memory over the stages."""
+        return max(s.bytes for s in self.stages)
+
+    @property
+    def peak_stage(self) -> str:
+        """Name of the first stage at which the peak is reached."""
+        return max(self.stages, key=lambda s: s.bytes).name
+
+    @property
+    def score_bytes(self) -> int:
+        """Bytes of one ``(n_q, n_k)`` score (or weight) matrix."""
+        return self.n_q * self.n_k * self.itemsize
+
+    def table(self) -> str:
+        """A plain-text table: per stage the live arrays, elements and bytes; then the peak.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> print(memory_bytes(4, 4, 2, 2, np.float32).table())  # doctest: +NORMALIZE_WHITESPACE
+        attention memory for n_q=4, n_k=4, d_k=2, d_v=2, float32 (4 bytes), softmax in place
+        stage    live arrays                           elements  bytes
+        inputs   Q(4,2) K(4,2) V(4,2)                        24     96
+        scores   Q(4,2) K(4,2) V(4,2) S(4,4)                 40    160
+        softmax  Q(4,2) K(4,2) V(4,2) A(4,4) m/ℓ(4,)         44    176
+        output   Q(4,2) K(4,2) V(4,2) A(4,4) O(4,2)          48    192
+        result   Q(4,2) K(4,2) V(4,2) O(4,2)                 32    128
+        peak: 192 bytes (192 B) at stage 'output'
+        """
+        def shape_text(shape: tuple[int, ...]) -> str:
+            return "(" + ",".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+        live = [" ".join(f"{a}{shape_text(sh)}" for a, sh in s.arrays) for s in self.stages]
+        w_name = max(len("stage"), *(len(s.name) for s in self.stages))
+        w_live = max(len("live arrays"), *(len(t) for t in live))
+        w_el = max(len("elements"), *(len(f"{s.elements:,}") for s in self.stages))
+        w_by = max(len("bytes"), *(len(f"{s.bytes:,}") for s in self.stages))
+        mode = "softmax in place" if self.in_place else "weights in a new array"
+        out = [
+            f"attention memory for n_q={self.n_q}, n_k={self.n_k}, d_k={self.d_k}, d_v={self.d_v}, "
+            f"{self.dtype} ({self.itemsize} bytes), {mode}",
+            f"{'stage':<{w_name}}  {'live arrays':<{w_live}}  {'elements':>{w_el}}  {'bytes':>{w_by}}",
+        ]
+        for s, t in zip(self.stages, live, strict=True):
+            out.append(f"{s.name:<{w_name}}  {t:<{w_live}}  {s.elements:>{w_el},}  {s.bytes:>{w_by},}")
+        out.append(
+            f"peak: {self.peak_bytes:,} bytes ({_format_bytes(self.peak_bytes)}) at stage {self.peak_stage!r}"
+        )
+        return "\n".join(out)
+
+
+def memory_bytes(
+    n_q: int, n_k: int, d_k: int, d_v: int, dtype: Any = np.float64, *, in_place: bool = True
+) -> MemoryCounts:
+    """Bytes alive at each stage of the textbook attention algorithm, and the peak.
+
+    The stages and what is alive in each (all arrays of ``dtype``):
+
+    ======= ===================================================================
+    stage   live arrays
+    ======= ===================================================================
+    inputs  ``Q (n_q, d_k)``, ``K (n_k, d_k)``, ``V (n_k, d_v)``
+    scores  inputs and the scores ``S (n_q, n_k)``
+    softmax inputs, the weights ``A (n_q, n_k)`` and one row statistic
+            ``(n_q,)`` (the row maxima ``m``, then overwritten by the row sums
+            ``ℓ``); with ``in_place=True`` ``A`` overwrites ``S``, otherwise
+            ``S`` is alive too until the softmax ends
+    output  inputs, ``A`` and the output ``O (n_q, d_v)``
+    result  inputs and ``O`` (the weights are freed)
+    ======= ===================================================================
+
+    The inputs are counted because they are alive throughout; subtract
+    ``stage("inputs").bytes`` for the extra memory attention itself needs.
+    The ``n_q·n_k`` terms are the point: the peak grows as ``n²`` while
+    everything else grows as ``n·d``.
+
+    Parameters
+    ----------
+    n_q, n_k, d_k, d_v : int
+        Positive sizes; ``Q`` is ``(n_q, d_k)``, ``K`` is ``(n_k, d_k)`` and
+        ``V`` is ``(n_k, d_v)``.
+    dtype : NumPy floating dtype
+        Element type, e.g. ``np.float32`` (4 bytes) or ``np.float16`` (2 bytes).
+    in_place : bool
+        Whether the softmax overwrites the scores (as a careful implementation
+        does); ``False`` models one that keeps ``S`` and ``A`` side by side.
+
+    Returns
+    -------
+    MemoryCounts
+        Per-stage arrays, elements and bytes; ``.peak_bytes``; ``.table()``.
+
+    Raises
+    ------
+    TypeError
+        A size is not an integer, ``dtype`` is not a floating dtype, or
+        ``in_place`` is not a bool.
+    ValueError
+        A size is zero or negative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = memory_bytes(1024, 1024, 64, 64, np.float32)
+    >>> m.stage("scores").bytes - m.stage("inputs").bytes  # one 1024 × 1024 float32 matrix
+    4194304
+    >>> m.peak_stage, m.peak_bytes
+    ('output', 5242880)
+    >>> memory_bytes(1024, 1024, 64, 64, np.float32, in_place=False).peak_stage
+    'softmax'
+    """
+    n_q = _v.check_positive_int(n_q, "n_q")
+    n_k = _v.check_positive_int(n_k, "n_k")
+    d_k = _v.check_positive_int(d_k, "d_k")
+    d_v = _v.check_positive_int(d_v, "d_v")
+    dt = _check_float_dtype(dtype)
+    in_place = _v.check_bool_flag(in_place, "in_place")
+    inputs = (("Q", (n_q, d_k)), ("K", (n_k, d_k)), ("V", (n_k, d_v)))
+    S, A, stat, O = ("S", (n_q, n_k)), ("A", (n_q, n_k)), ("m/ℓ", (n_q,)), ("O", (n_q, d_v))
+    softmax_live = (*inputs, A, stat) if in_place else (*inputs, S, A, stat)
+    stages = tuple(
+        MemoryStage(name, arrays, dt.itemsize)
+        for name, arrays in (
+            ("inputs", inputs),
+            ("scores", (*inputs, S)),
+            ("softmax", softmax_live),
+            ("output", (*inputs, A, O)),
+            ("result", (*inputs, O)),
+        )
+    )
+    return MemoryCounts(n_q, n_k, d_k, d_v, dt.name, dt.itemsize, in_place, stages)
+
+
+# --------------------------------------------------------------------------- published models
+@dataclass(frozen=True)
+class ModelConfig:
+    """The attention shape of a published model.
+
+    Attributes
+    ----------
+    name : str
+    n_layers : int
+        Transformer blocks, each with one self-attention.
+    n_heads : int
+        Query heads per layer (each makes its own ``n × n`` score matrix).
+    d_model : int
+        Width of the residual stream.
+    d_head : int
+        Width of one head's queries and keys (``d_k``).
+    max_context : int
+        Longest sequence, in tokens, the model was trained on (``n``).
+    n_kv_heads : int
+        Key/value heads; fewer than ``n_heads`` under grouped-query attention,
+        which shrinks ``K`` and ``V`` but not the number of scores.
+    citations : tuple of str
+        BibTeX keys of the sources; the first is the model's paper.
+    source : str
+        Where each number is stated.
+    """
+
+    name: str
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_head: int
+    max_context: int
+    n_kv_heads: int
+    citations: tuple[str, ...]
+    source: str
+
+    def __post_init__(self) -> None:
+        for attr in ("n_layers", "n_heads", "d_model", "d_head", "max_context", "n_kv_heads"):
+            _v.check_positive_int(getattr(self, attr), attr)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}"
+            )
+        if not self.citations:
+            raise ValueError(f"{self.name}: citations must name at least one source")
+
+    @property
+    def citation(self) -> str:
+        """The primary citation key (the model's paper)."""
+        return self.citations[0]
+
+
+#: Published configurations, each number as stated in the cited source.
+MODEL_CONFIGS: tuple[ModelConfig, ...] = (
+    # Radford et al. 2019, Table 2 (smallest model: 12 layers, d_model 768) and Sec. 2.3 (context
+    # 1024 tokens); the 12 heads of 64 dims are GPT-1's (Radford et al. 2018, Sec. 4.1), which GPT-2
+    # "largely follows".
+    ModelConfig("GPT-2 small", 12, 12, 768, 64, 1024, 12,
+                ("radford2019language", "radford2018improving"),
+                "Radford et al. 2019, Table 2 and Sec. 2.3; heads from Radford et al. 2018, Sec. 4.1"),
+    # Devlin et al. 2019, Sec. 3: BERT_BASE (L=12, H=768, A=12); pre-training inputs of at most
+    # 512 tokens in total (Appendix A.2, "Pre-training Procedure").
+    ModelConfig("BERT-base", 12, 12, 768, 64, 512, 12, ("devlin2019bert",),
+                "Devlin et al. 2019, Sec. 3 (L=12, H=768, A=12) and Appendix A.2 (512 tokens)"),
+    # Brown et al. 2020, Table 2.1, row GPT-3 175B: n_layers 96, d_model 12288, n_heads 96,
+    # d_head 128; context window n_ctx = 2048 tokens for all models (Sec. 2.1).
+    ModelConfig("GPT-3 175B", 96, 96, 12288, 128, 2048, 96, ("brown2020language",),
+                "Brown et al. 2020, Table 2.1 and Sec. 2.1 (n_ctx = 2048)"),
+    # Touvron et al. 2023b (Llama 2), Table 1: 70B has a 4k context and uses grouped-query attention
+    # (also Sec. 2.2 and Appendix A.2.1). Layers, heads and width are those of LLaMA 65B (Touvron et
+    # al. 2023a, Table 2: dimension 8192, 64 heads, 80 layers), whose architecture Llama 2 keeps;
+    # the 8 key/value heads (groups of 8 query heads) are those of the released 70B checkpoint's
+    # configuration (n_kv_heads = 8), which also confirms 80 layers, 64 heads and width 8192.
+    ModelConfig("LLaMA-2 70B", 80, 64, 8192, 128, 4096, 8,
+                ("touvron2023llama2", "touvron2023llama", "ainslie2023gqa"),
+                "Touvron et al. 2023b, Table 1 (4k, GQA); sizes as Touvron et al. 2023a, Table 2; "
+                "8 KV heads from the released checkpoint's configuration"),
+    # Dosovitskiy et al. 2021, Table 1, ViT-Large: 24 layers, hidden size 1024, 16 heads. At the
+    # 224 × 224 pre-training resolution with 16 × 16 patches: 14 · 14 = 196 patches + 1 class token.
+    ModelConfig("ViT-L/16", 24, 16, 1024, 64, 197, 16, ("dosovitskiy2021image",),
+                "Dosovitskiy et al. 2021, Table 1 and Sec. 3.1; 224² image, 16² patches, + [class]"),
+    # Lin et al. 2023 (ESM-2), the table of ESM-2 model sizes in the supplementary material, 650M
+    # model: 33 layers, embedding 1280, 20 heads (as in the released esm2_t33_650M_UR50D checkpoint);
+    # trained on crops of at most 1024 tokens (supplementary Materials and Methods).
+    ModelConfig("ESM-2 650M", 33, 20, 1280, 64, 1024, 20, ("lin2023esm2",),
+                "Lin et al. 2023, supplementary ESM-2 size table; Materials and Methods (1024-token crops)"),
+)
+
+
+@dataclass(frozen=True)
+class ModelScale:
+    """One model's attention at its maximum context.
+
+    Attributes
+    ----------
+    config : ModelConfig
+    n : int
+        Sequence length used (the model's ``max_context``).
+    scores_per_layer : int
+        ``n_heads · n²``: the entries of one layer's score tensor.
+    scores_per_forward : int
+        ``n_layers · n_heads · n²``: all layers of one forward pass.
+    bytes_per_layer, bytes_per_forward : int
+        The same, times ``dtype_bytes``: the memory if the tensors were
+        materialised (batch size 1).
+    """
+
+    config: ModelConfig
+    n: int
+    scores_per_layer: int
+    scores_per_forward: int
+    bytes_per_layer: int
+    bytes_per_forward: int
+
+
+@dataclass(frozen=True)
+class AttentionScaleTable:
+    """Attention score counts and memory of published models; see :func:`attention_scale_table`.
+
+    Attributes
+    ----------
+    rows : tuple of ModelScale
+    dtype_bytes : int
+        Bytes per score used for the memory columns.
+    """
+
+    rows: tuple[ModelScale, ...]
+    dtype_bytes: int
+
+    def row(self, name: str) -> ModelScale:
+        """The row of the model called ``name``; ``KeyError`` listing the names if absent."""
+        for r in self.rows:
+            if r.config.name == name:
+                return r
+        raise KeyError(f"no model {name!r}; the table has {[r.config.name for r in self.rows]}")
+
+    def table(self) -> str:
+        """A plain-text table, one model per row.
+
+        Columns: layers, query heads (and KV heads when fewer), ``d_head``,
+        context ``n``, scores per layer (``n_heads·n²``), scores per forward
+        pass (``× n_layers``), and the bytes of each at ``dtype_bytes`` per
+        score, in binary units (1 GiB = 2³⁰ bytes).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> print(attention_scale_table().table().splitlines()[0])
+        attention scores at maximum context, batch 1, 2 bytes per score (binary units: 1 GiB = 2^30 B)
+        """
+        header = ("model", "layers", "heads", "d_head", "n", "scores/layer", "scores/forward",
+                  "bytes/layer", "bytes/forward", "source")
+        body = []
+        for r in self.rows:
+            c = r.config
+            heads = f"{c.n_heads}" if c.n_kv_heads == c.n_heads else f"{c.n_heads} ({c.n_kv_heads} KV)"
+            body.append((c.name, f"{c.n_layers}", heads, f"{c.d_head}", f"{r.n:,}",
+                         f"{r.scores_per_layer:,}", f"{r.scores_per_forward:,}",
+                         _format_bytes(r.bytes_per_layer), _format_bytes(r.bytes_per_forward), c.citation))
+        widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(header)]
+        left = {0, 9}
+
+        def line(cells: Sequence[str]) -> str:
+            pairs = enumerate(zip(cells, widths, strict=True))
+            return "  ".join(f"{c:<{w}}" if i in left else f"{c:>{w}}" for i, (c, w) in pairs).rstrip()
+
+        title = (f"attention scores at maximum context, batch 1, {self.dtype_bytes} bytes per score "
+                 "(binary units: 1 GiB = 2^30 B)")
+        return "\n".join([title, line(header), *(line(row) for row in body)])
+
+
+def attention_scale_table(
+    configs: Sequence[ModelConfig] = MODEL_CONFIGS, dtype_bytes: int = 2
+) -> AttentionScaleTable:
+    """Score counts and score-tensor memory of published models at their maximum context.
+
+    For a model with ``L`` layers, ``h`` query heads and context ``n``, one
+    layer's self-attention makes ``h · n²`` scores (one ``n × n`` matrix per
+    head) and a forward pass ``L · h · n²``. The memory columns are those
+    counts times ``dtype_bytes``: what the score tensors would occupy if they
+    were materialised, at batch size 1 (a forward pass keeps all layers only
+    when training stores them for the backward pass). Grouped-query attention
+    (fewer KV heads) shares keys and values, not scores, so it changes nothing
+    here.
+
+    Parameters
+    ----------
+    configs : sequence of ModelConfig
+        Defaults to :data:`MODEL_CONFIGS`.
+    dtype_bytes : int
+        Bytes per score: 2 for float16/bfloat16 (the default), 4 for float32.
+
+    Returns
+    -------
+    AttentionScaleTable
+        ``.rows`` (one :class:`ModelScale` per config), ``.row(name)`` and ``.table()``.
+
+    Raises
+    ------
+    TypeError
+        ``configs`` holds something other than :class:`ModelConfig`, or
+        ``dtype_bytes`` is not an integer.
+    ValueError
+        ``configs`` is empty or ``dtype_bytes`` is not positive.
+
+    Examples
+    --------
+    >>> t = attention_scale_table()
+    >>> gpt3 = t.row("GPT-3 175B")
+    >>> gpt3.scores_per_forward == 96 * 96 * 2048**2
+    True
+    >>> print(f"{gpt3.scores_per_forward:,} scores, {gpt3.bytes_per_forward / 2**30:.0f} GiB in float16")
+    38,654,705,664 scores, 72 GiB in float16
+    """
+    dtype_bytes = _v.check_positive_int(dtype_bytes, "dtype_bytes")
+    configs = tuple(configs)
+    if not configs:
+        raise ValueError("configs is empty; pass at least one ModelConfig (default: MODEL_CONFIGS)")
+    rows = []
+    for i, c in enumerate(configs):
+        if not isinstance(c, ModelConfig):
+            raise TypeError(f"configs[{i}] must be a ModelConfig; got {type(c).__name__}")
+        n = c.max_context
+        per_layer = c.n_heads * n * n
+        per_forward = c.n_layers * per_layer
+        rows.append(
+            ModelScale(c, n, per_layer, per_forward, per_layer * dtype_bytes, per_forward * dtype_bytes)
+        )
+    return AttentionScaleTable(tuple(rows), dtype_bytes)
+
+
+# --------------------------------------------------------------------------- timing and fits
+def _t_two_sided(t: float, df: int) -> float:
+    """``P(|T| ≤ t)`` for Student's t with integer ``df``, in closed form.
+
+    Abramowitz & Stegun 26.7.3–26.7.4: with ``θ = atan(t/√df)`` and
+    ``c = cos θ``, for even ``df`` it is ``sin θ · (1 + c²/2 + (1·3)/(2·4) c⁴
+    + … + (1·3⋯(df−3))/(2·4⋯(df−2)) c^(df−2))``; for odd ``df`` it is
+    ``(2/π)(θ + sin θ · (c + (2/3) c³ + … + (2·4⋯(df−3))/(1·3⋯(df−2)) c^(df−2)))``
+    (just ``2θ/π`` for ``df = 1``). Exact up to rounding.
+    """
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2 == 0:
+        term = total = 1.0
+        for k in range(1, (df - 2) // 2 + 1):
+            term *= (2 * k - 1) / (2 * k) * c2
+            total += term
+        return math.sin(theta) * total
+    if df == 1:
+        return 2.0 * theta / math.pi
+    term = total = math.cos(theta)
+    for k in range(1, (df - 3) // 2 + 1):
+        term *= (2 * k) / (2 * k + 1) * c2
+        total += term
+    return 2.0 / math.pi * (theta + math.sin(theta) * total)
+
+
+def _t_quantile(confidence: float, df: int) -> float:
+    """The ``t`` with ``P(|T| ≤ t) = confidence`` (e.g. 2.2281 for 0.95 and ``df = 10``).
+
+    Solved by bisection on ``θ = atan(t/√df) ∈ (0, π/2)`` using the closed
+    form of :func:`_t_two_sided`, which increases with ``θ``; 200 halvings
+    reach the resolution of a float.
+    """
+    lo, hi = 0.0, math.pi / 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _t_two_sided(math.sqrt(df) * math.tan(mid), df) < confidence:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df) * math.tan(0.5 * (lo + hi))
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """A fitted power law ``t ≈ prefactor · n^exponent`` with an interval on the exponent.
+
+    Attributes
+    ----------
+    exponent : float
+        Least-squares slope of ``log t`` on ``log n``.
+    low, high : float
+        Confidence interval of the exponent: ``exponent ∓ t_q · stderr``.
+    stderr : float
+        Standard error of the slope.
+    prefactor : float
+        ``exp(intercept)``: the fitted ``t`` at ``n = 1``, in the units of ``times``.
+    df : int
+        Residual degrees of freedom (points − 2).
+    confidence : float
+        Nominal coverage of ``[low, high]``.
+    r_squared : float
+        Fraction of the variance of ``log t`` explained by the fit.
+    """
+
+    exponent: float
+    low: float
+    high: float
+    stderr: float
+    prefactor: float
+    df: int
+    confidence: float
+    r_squared: float
+
+    def contains(self, value: float) -> bool:
+        """Whether ``low <= value <= high``."""
+        return bool(self.low <= value <= self.high)
+
+    def predict(self, n: Any) -> np.ndarray:
+        """``prefactor · n^exponent`` for each ``n``."""
+        return self.prefactor * np.asarray(n, dtype=np.float64) ** self.exponent
+
+    def __str__(self) -> str:
+        pct = f"{100 * self.confidence:g}%"
+        return (f"t ≈ {self.prefactor:.3g} · n^{self.exponent:.3f}  "
+                f"({pct} CI for the exponent [{self.low:.3f}, {self.high:.3f}], R² = {self.r_squared:.4f})")
+
+
+def fit_power_law(ns: Any, times: Any, confidence: float = 0.95) -> PowerLawFit:
+    """Fit ``t = c · n^p`` by least squares on ``log t = log c + p log n``, with a CI for ``p``.
+
+    The interval is ``p̂ ± t_{df} · se(p̂)`` with ``se(p̂)² = s² / Σ(log nᵢ −
+    mean)²``, ``s²`` the residual variance on ``df = m − 2`` degrees of
+    freedom, and ``t_{df}`` the two-sided Student quantile, computed exactly
+    from its closed form for integer ``df`` (Abramowitz & Stegun 26.7.3–4)
+    without SciPy. The interval assumes independent errors of equal variance
+    on the log scale, i.e. timing noise proportional to the time; it says
+    nothing about lower-order terms that bend the curve, which show up as
+    residuals (and a lower ``r_squared``).
+
+    Parameters
+    ----------
+    ns : (m,) array_like
+        Sizes, positive, at least two distinct values; ``m ≥ 3``.
+    times : (m,) array_like
+        Positive finite times (any unit; the prefactor is in that unit).
+    confidence : float
+        Nominal coverage of the interval, strictly between 0 and 1.
+
+    Returns
+    -------
+    PowerLawFit
+
+    Raises
+    ------
+    TypeError
+        Non-real inputs or ``confidence``.
+    ValueError
+        ``ns`` and ``times`` not 1-D or of different lengths, fewer than 3
+        points, a non-positive or non-finite value, all ``ns`` equal, or
+        ``confidence`` outside (0, 1).
+
+    Examples
+    --------
+    >>> fit = fit_power_law([256, 512, 1024, 2048], [1.0, 4.0, 16.0, 64.0])
+    >>> round(fit.exponent, 6), round(fit.prefactor * 256**2, 6)
+    (2.0, 1.0)
+    >>> import numpy as np
+    >>> ns = np.array([100, 200, 400, 800, 1600])
+    >>> noisy = 3e-9 * ns**2 * np.exp(np.random.default_rng(0).normal(0, 0.05, ns.size))
+    >>> fit = fit_power_law(ns, noisy)
+    >>> fit.contains(2.0), fit.df
+    (True, 3)
+    """
+    confidence = _check_confidence(confidence)
+    n_arr = _v.as_float_array(ns, "ns")
+    t_arr = _v.as_float_array(times, "times")
+    for arr, name in ((n_arr, "ns"), (t_arr, "times")):
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be 1-D; got shape {arr.shape}")
+        if (arr <= 0).any():
+            bad = arr[arr <= 0][0]
+            raise ValueError(f"{name} must be positive (a power law is fitted on logs); got {bad}")
+    if n_arr.shape != t_arr.shape:
+        raise ValueError(f"ns and times must have the same length; got {n_arr.size} and {t_arr.size}")
+    if n_arr.size < 3:
+        raise ValueError(
+            f"fit_power_law needs at least 3 points for an interval (2 fit a line exactly); got {n_arr.size}"
+        )
+    x, y = np.log(n_arr.astype(np.float64)), np.log(t_arr.astype(np.float64))
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if sxx == 0.0:
+        raise ValueError(f"ns must hold at least two distinct sizes; got all {n_arr[0]:g}")
+    slope = float(((x - x.mean()) * (y - y.mean())).sum()) / sxx
+    intercept = float(y.mean()) - slope * float(x.mean())
+    resid = y - (intercept + slope * x)
+    df = n_arr.size - 2
+    s2 = float((resid**2).sum()) / df
+    stderr = math.sqrt(s2 / sxx)
+    half = _t_quantile(confidence, df) * stderr
+    syy = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((resid**2).sum()) / syy if syy > 0 else 1.0
+    return PowerLawFit(slope, slope - half, slope + half, stderr, math.exp(intercept), df, confidence, r2)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionTiming:
+    """Wall-clock times of :func:`attnlib.core.scaled_dot_product_attention` per size.
+
+    Attributes
+    ----------
+    ns : tuple of int
+        Sequence lengths ``n`` (``n_q = n_k = n``).
+    d : int
+        ``d_k = d_v``.
+    dtype : str
+        Element type of ``Q``, ``K``, ``V``.
+    medians : (len(ns),) ndarray
+        Median time per ``n``, in seconds.
+    times : (len(ns), repeats) ndarray
+        Every measured time, in seconds (read-only).
+    """
+
+    ns: tuple[int, ...]
+    d: int
+    dtype: str
+    medians: np.ndarray = field(repr=False)
+    times: np.ndarray = field(repr=False)
+
+    def fit(self, confidence: float = 0.95) -> PowerLawFit:
+        """:func:`fit_power_law` of the medians against ``ns``."""
+        return fit_power_law(self.ns, self.medians, confidence)
+
+
+def time_attention(
+    ns: Sequence[int],
+    d: int,
+    rng: np.random.Generator,
+    repeats: int = 5,
+    dtype: Any = np.float32,
+) -> AttentionTiming:
+    """Time ``scaled_dot_product_attention(Q, K, V)`` for ``Q, K, V`` of shape ``(n, d)``.
+
+    For each ``n``, standard-normal ``Q``, ``K``, ``V`` are drawn from ``rng``
+    and attention is called once to warm up (allocation, thread pools). Then
+    ``repeats`` rounds each time one call per ``n`` with
+    :func:`time.perf_counter`, the sizes interleaved so that a slow spell of
+    a shared machine falls on every ``n`` alike rather than on one; the median
+    per ``n`` ignores the occasional slow call. Inputs for all sizes are held
+    at once (``3·n·d`` elements each).
+
+    Parameters
+    ----------
+    ns : sequence of int
+        Sequence lengths, positive.
+    d : int
+        Width of queries, keys and values.
+    rng : numpy.random.Generator
+        Source of the inputs.
+    repeats : int
+        Timed calls per ``n``.
+    dtype : NumPy floating dtype
+        Element type of the inputs; float32 by default, as in practice.
+
+    Returns
+    -------
+    AttentionTiming
+        ``.medians`` and ``.times`` in seconds; ``.fit()`` gives the exponent.
+
+    Raises
+    ------
+    TypeError
+        ``rng`` is not a Generator, a size is not an integer, or ``dtype`` is
+        not a floating dtype.
+    ValueError
+        ``ns`` is empty or holds a non-positive size, or ``d`` or ``repeats``
+        is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> timing = time_attention([16, 32], d=8, rng=np.random.default_rng(0), repeats=2)
+    >>> timing.times.shape, bool((timing.medians > 0).all())
+    ((2, 2), True)
+    """
+    rng = _check_rng(rng)
+    d = _v.check_positive_int(d, "d")
+    repeats = _v.check_positive_int(repeats, "repeats")
+    dt = _check_float_dtype(dtype)
+    if isinstance(ns, (numbers.Number, str)) or not isinstance(ns, Sequence | np.ndarray):
+        raise TypeError(f"ns must be a sequence of integers; got {type(ns).__name__} {ns!r}")
+    if len(ns) == 0:
+        raise ValueError("ns is empty; give at least one sequence length")
+    sizes = tuple(_v.check_positive_int(n, f"ns[{i}]") for i, n in enumerate(ns))
+    inputs = [rng.standard_normal((3, n, d)).astype(dt) for n in sizes]  # each (3, n, d): Q, K, V
+    for Q, K, V in inputs:  # warm-up
+        scaled_dot_product_attention(Q, K, V)
+    times = np.empty((len(sizes), repeats))
+    for r in range(repeats):  # sizes interleaved, so a slow spell of the machine hits every n alike
+        for i, (Q, K, V) in enumerate(inputs):
+            start = time.perf_counter()
+            scaled_dot_product_attention(Q, K, V)
+            times[i, r] = time.perf_counter() - start
+    medians = np.array([statistics.median(row) for row in times.tolist()])
+    medians.setflags(write=False)
+    times.setflags(write=False)
+    return AttentionTiming(sizes, d, dt.name, medians, times)

@@ -1,0 +1,365 @@
+"""Tests of attnlib.complexity: FLOP and memory counts, the model-scale table, timing and fits.
+
+1. The FLOP counts are checked against a naive pure-Python attention that
+   increments a counter at every multiply, add, comparison, exp and divide,
+   and computes the right answer while doing so.
+2. The memory counts are checked against the ``nbytes`` of real arrays.
+3. The model table is checked against rows worked out by hand.
+4. The power-law fit recovers known exponents, and its t quantiles match
+   printed tables.
+5. A catalogue of bad inputs, each checked for its type and message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib.complexity import (
+    MODEL_CONFIGS,
+    AttentionScaleTable,
+    FlopCounts,
+    MemoryCounts,
+    ModelConfig,
+    PowerLawFit,
+    attention_scale_table,
+    fit_power_law,
+    flop_counts,
+    memory_bytes,
+    time_attention,
+)
+from attnlib.core import scaled_dot_product_attention
+
+
+# --------------------------------------------------------------------------- counted reference
+def counted_attention(Q: list[list[float]], K: list[list[float]], V: list[list[float]]):
+    """Textbook attention with explicit loops, counting every scalar operation by stage.
+
+    Returns ``(O, ops)`` with ``ops[(stage, kind)]`` the number of operations
+    of that kind in that stage; kinds are ``mul, add, cmp, exp, div``.
+    """
+    ops: Counter[tuple[str, str]] = Counter()
+    n_q, n_k, d_k, d_v = len(Q), len(K), len(Q[0]), len(V[0])
+
+    def dot(a: list[float], b: list[float], stage: str) -> float:
+        acc = a[0] * b[0]
+        ops[stage, "mul"] += 1
+        for x, y in zip(a[1:], b[1:], strict=True):
+            acc += x * y
+            ops[stage, "mul"] += 1
+            ops[stage, "add"] += 1
+        return acc
+
+    S = [[dot(Q[i], K[j], "QK") for j in range(n_k)] for i in range(n_q)]
+    factor = 1.0 / math.sqrt(d_k)  # computed once, not per score
+    for i in range(n_q):
+        for j in range(n_k):
+            S[i][j] *= factor
+            ops["scale", "mul"] += 1
+    A = []
+    for i in range(n_q):
+        m = S[i][0]
+        for j in range(1, n_k):
+            ops["max", "cmp"] += 1
+            if S[i][j] > m:
+                m = S[i][j]
+        E = []
+        for j in range(n_k):
+            E.append(S[i][j] - m)
+            ops["subtract", "add"] += 1
+        for j in range(n_k):
+            E[j] = math.exp(E[j])
+            ops["exp", "exp"] += 1
+        total = E[0]
+        for j in range(1, n_k):
+            total += E[j]
+            ops["sum", "add"] += 1
+        for j in range(n_k):
+            E[j] /= total
+            ops["divide", "div"] += 1
+        A.append(E)
+    Vt = [[V[j][c] for j in range(n_k)] for c in range(d_v)]
+    O = [[dot(A[i], Vt[c], "AV") for c in range(d_v)] for i in range(n_q)]
+    return O, ops
+
+
+def as_counter(c: FlopCounts) -> Counter[tuple[str, str]]:
+    out: Counter[tuple[str, str]] = Counter()
+    for s in c.stages:
+        for kind, attr in (("mul", "multiplies"), ("add", "adds"), ("cmp", "compares"),
+                           ("exp", "exps"), ("div", "divides")):
+            if getattr(s, attr):
+                out[s.name, kind] = getattr(s, attr)
+    return out
+
+
+# --------------------------------------------------------------------------- FLOP counts
+@pytest.mark.parametrize(
+    ("n_q", "n_k", "d_k", "d_v"),
+    [(1, 1, 1, 1), (3, 5, 2, 4), (4, 4, 8, 8), (2, 7, 1, 3), (6, 1, 3, 2)],
+)
+def test_flop_counts_equal_a_brute_force_count(n_q, n_k, d_k, d_v):
+    rng = np.random.default_rng(n_q * 100 + n_k)
+    Q, K, V = (rng.standard_normal(s) for s in ((n_q, d_k), (n_k, d_k), (n_k, d_v)))
+    O, ops = counted_attention(Q.tolist(), K.tolist(), V.tolist())
+    np.testing.assert_allclose(O, scaled_dot_product_attention(Q, K, V), rtol=1e-12, atol=1e-12)
+    c = flop_counts(n_q, n_k, d_k, d_v)
+    assert as_counter(c) == ops
+    assert c.multiplies == sum(v for (_, k), v in ops.items() if k == "mul")
+    assert c.adds == sum(v for (_, k), v in ops.items() if k == "add")
+    assert c.flops == sum(v for (_, k), v in ops.items() if k != "exp")
+    assert c.exps == n_q * n_k
+
+
+@settings(max_examples=50, deadline=None, derandomize=True)
+@given(
+    st.integers(1, 300), st.integers(1, 300), st.integers(1, 256), st.integers(1, 256)
+)
+def test_flop_counts_match_the_closed_forms(n_q, n_k, d_k, d_v):
+    c = flop_counts(n_q, n_k, d_k, d_v)
+    assert c.stage("QK").multiplies == n_q * n_k * d_k
+    assert c.stage("QK").adds == n_q * n_k * (d_k - 1)
+    assert c.stage("scale").multiplies == n_q * n_k
+    assert c.stage("max").compares == n_q * (n_k - 1)
+    assert c.stage("subtract").adds == n_q * n_k
+    assert c.stage("exp").exps == n_q * n_k
+    assert c.stage("sum").adds == n_q * (n_k - 1)
+    assert c.stage("divide").divides == n_q * n_k
+    assert c.stage("AV").multiplies == n_q * d_v * n_k
+    assert c.stage("AV").adds == n_q * d_v * (n_k - 1)
+    assert c.flops == n_q * n_k * (2 * d_k + 2) + 2 * n_q * (n_k - 1) + n_q * d_v * (2 * n_k - 1)
+    assert c.matmul_flops == n_q * n_k * (2 * d_k - 1) + n_q * d_v * (2 * n_k - 1)
+    assert [s.name for s in c.stages] == ["QK", "scale", "max", "subtract", "exp", "sum", "divide", "AV"]
+
+
+def test_flop_table_has_every_stage_and_the_totals():
+    c = flop_counts(512, 512, 64, 64)
+    text = c.table()
+    lines = text.splitlines()
+    assert len(lines) == 2 + 8 + 1 + 1
+    assert lines[-2].split()[0] == "total"
+    assert lines[-2].split()[-1] == f"{c.flops:,}"
+    assert "exps counted separately" in lines[-1]
+    for s in c.stages:
+        assert any(line.startswith(s.name) and line.endswith(f"{s.flops:,}") for line in lines), s.name
+
+
+def test_flop_counts_is_a_frozen_value():
+    c = flop_counts(2, 3, 4, 5)
+    assert c == flop_counts(2, 3, 4, 5)
+    with pytest.raises(AttributeError):
+        c.n_q = 3  # type: ignore[misc]
+    with pytest.raises(KeyError, match=r"no stage 'softmax'.*'QK'"):
+        c.stage("softmax")
+
+
+# --------------------------------------------------------------------------- memory
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("in_place", [True, False])
+def test_memory_stages_are_sums_of_real_arrays(dtype, in_place):
+    n_q, n_k, d_k, d_v = 7, 11, 3, 5
+    m = memory_bytes(n_q, n_k, d_k, d_v, dtype, in_place=in_place)
+    assert isinstance(m, MemoryCounts)
+    arrays = {
+        "Q": np.empty((n_q, d_k), dtype), "K": np.empty((n_k, d_k), dtype), "V": np.empty((n_k, d_v), dtype),
+        "S": np.empty((n_q, n_k), dtype), "A": np.empty((n_q, n_k), dtype),
+        "m/ℓ": np.empty((n_q,), dtype), "O": np.empty((n_q, d_v), dtype),
+    }
+    inputs = arrays["Q"].nbytes + arrays["K"].nbytes + arrays["V"].nbytes
+    softmax = inputs + arrays["A"].nbytes + arrays["m/ℓ"].nbytes + (0 if in_place else arrays["S"].nbytes)
+    expected = {
+        "inputs": inputs,
+        "scores": inputs + arrays["S"].nbytes,
+        "softmax": softmax,
+        "output": inputs + arrays["A"].nbytes + arrays["O"].nbytes,
+        "result": inputs + arrays["O"].nbytes,
+    }
+    assert {s.name: s.bytes for s in m.stages} == expected
+    for s in m.stages:
+        assert s.bytes == sum(arrays[name].nbytes for name, _ in s.arrays)
+        assert s.bytes == s.elements * np.dtype(dtype).itemsize
+    assert m.peak_bytes == max(expected.values())
+    assert m.score_bytes == arrays["S"].nbytes
+    assert expected[m.peak_stage] == m.peak_bytes
+
+
+def test_memory_peak_grows_as_n_squared_and_table_reports_it():
+    small = memory_bytes(1024, 1024, 64, 64, np.float32)
+    big = memory_bytes(2048, 2048, 64, 64, np.float32)
+    for m, n in ((small, 1024), (big, 2048)):
+        assert m.peak_bytes - m.stage("inputs").bytes == 4 * (n * n + n * 64)  # weights A + output O
+    extra = [m.peak_bytes - m.stage("inputs").bytes for m in (small, big)]
+    assert 3.8 < extra[1] / extra[0] < 4.0  # the n² term dominates the n·d term
+    text = big.table()
+    assert f"peak: {big.peak_bytes:,} bytes" in text
+    assert "(18 MiB)" in text  # 4·(3·2048·64 + 2048² + 2048·64) bytes
+    assert len(text.splitlines()) == 2 + 5 + 1
+    assert "weights in a new array" in memory_bytes(2, 2, 2, 2, in_place=False).table()
+
+
+# --------------------------------------------------------------------------- published models
+def test_gpt3_row_is_96_layers_times_96_heads_times_2048_squared():
+    row = attention_scale_table().row("GPT-3 175B")
+    assert row.n == 2048
+    assert row.scores_per_layer == 96 * 2048**2
+    assert row.scores_per_forward == 96 * 96 * 2048**2 == 38_654_705_664
+    assert row.bytes_per_forward == 2 * 96 * 96 * 2048**2
+    assert row.bytes_per_forward == 72 * 2**30
+
+
+def test_hand_checked_rows():
+    t = attention_scale_table(dtype_bytes=4)
+    assert isinstance(t, AttentionScaleTable)
+    gpt2 = t.row("GPT-2 small")
+    assert gpt2.scores_per_layer == 12 * 1024**2 == 12_582_912
+    assert gpt2.scores_per_forward == 12 * 12 * 1024**2
+    assert gpt2.bytes_per_layer == 48 * 2**20  # float32: 48 MiB per layer
+    assert t.row("BERT-base").scores_per_forward == 12 * 12 * 512**2
+    llama = t.row("LLaMA-2 70B")
+    assert llama.scores_per_forward == 80 * 64 * 4096**2  # 64 query heads, GQA does not shrink scores
+    assert llama.config.n_kv_heads == 8
+    vit = t.row("ViT-L/16")
+    assert vit.n == (224 // 16) ** 2 + 1 == 197
+    assert vit.scores_per_forward == 24 * 16 * 197**2
+    assert t.row("ESM-2 650M").scores_per_forward == 33 * 20 * 1024**2
+
+
+def test_model_configs_are_the_published_numbers():
+    got = {c.name: (c.n_layers, c.n_heads, c.d_model, c.d_head, c.max_context, c.n_kv_heads)
+           for c in MODEL_CONFIGS}
+    assert got == {
+        "GPT-2 small": (12, 12, 768, 64, 1024, 12),
+        "BERT-base": (12, 12, 768, 64, 512, 12),
+        "GPT-3 175B": (96, 96, 12288, 128, 2048, 96),
+        "LLaMA-2 70B": (80, 64, 8192, 128, 4096, 8),
+        "ViT-L/16": (24, 16, 1024, 64, 197, 16),
+        "ESM-2 650M": (33, 20, 1280, 64, 1024, 20),
+    }
+    for c in MODEL_CONFIGS:
+        assert c.n_heads * c.d_head == c.d_model, c.name
+        assert c.citation == c.citations[0] and c.source
+
+
+def test_scale_table_renders_one_line_per_model():
+    t = attention_scale_table()
+    lines = t.table().splitlines()
+    assert len(lines) == 2 + len(MODEL_CONFIGS)
+    gpt3 = next(line for line in lines if line.startswith("GPT-3 175B"))
+    assert "38,654,705,664" in gpt3 and "72 GiB" in gpt3 and "brown2020language" in gpt3
+    assert "64 (8 KV)" in next(line for line in lines if line.startswith("LLaMA-2"))
+    with pytest.raises(KeyError, match=r"no model 'GPT-5'.*'GPT-3 175B'"):
+        t.row("GPT-5")
+
+
+# --------------------------------------------------------------------------- fits and timing
+@pytest.mark.parametrize(
+    ("df", "t_975"),  # two-sided 95% Student quantiles from printed tables
+    [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (5, 2.5706), (10, 2.2281), (30, 2.0423)],
+)
+def test_t_quantiles_match_printed_tables(df, t_975):
+    from attnlib.complexity import _t_quantile
+
+    assert _t_quantile(0.95, df) == pytest.approx(t_975, abs=1e-4)
+
+
+def test_fit_recovers_an_exact_square_law():
+    ns = np.array([256, 512, 1024, 2048, 4096])
+    fit = fit_power_law(ns, 2.5e-9 * ns.astype(float) ** 2)
+    assert isinstance(fit, PowerLawFit)
+    assert fit.exponent == pytest.approx(2.0, abs=1e-12)
+    assert fit.prefactor == pytest.approx(2.5e-9, rel=1e-9)
+    assert fit.high - fit.low < 1e-9 and fit.contains(fit.exponent)
+    assert fit.df == 3 and fit.r_squared == pytest.approx(1.0)
+    np.testing.assert_allclose(fit.predict(ns), 2.5e-9 * ns.astype(float) ** 2, rtol=1e-9)
+    assert "n^2.000" in str(fit)
+
+
+def test_fit_matches_a_hand_computed_regression():
+    ns, ts = [2.0, 4.0, 8.0, 16.0], [1.0, 3.0, 7.0, 20.0]
+    x, y = [math.log(v) for v in ns], [math.log(v) for v in ts]
+    xm, ym = sum(x) / 4, sum(y) / 4
+    sxx = sum((a - xm) ** 2 for a in x)
+    slope = sum((a - xm) * (b - ym) for a, b in zip(x, y, strict=True)) / sxx
+    intercept = ym - slope * xm
+    s2 = sum((b - intercept - slope * a) ** 2 for a, b in zip(x, y, strict=True)) / 2
+    half = 4.302653 * math.sqrt(s2 / sxx)  # t quantile for df = 2
+    fit = fit_power_law(ns, ts)
+    assert fit.exponent == pytest.approx(slope, rel=1e-12)
+    assert fit.prefactor == pytest.approx(math.exp(intercept), rel=1e-12)
+    assert fit.low == pytest.approx(slope - half, rel=1e-6)
+    assert fit.high == pytest.approx(slope + half, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fit_of_noisy_square_law_covers_two(seed):
+    rng = np.random.default_rng(seed)
+    ns = np.array([256, 512, 1024, 2048, 4096, 8192])
+    ts = 1e-9 * ns**2.0 * np.exp(rng.normal(0.0, 0.1, ns.size))  # 10% multiplicative noise
+    fit = fit_power_law(ns, ts)
+    assert fit.contains(2.0), fit
+    assert fit.low < fit.exponent < fit.high
+    assert 0.0 < fit.high - fit.low < 0.5
+    wider = fit_power_law(ns, ts, confidence=0.99)
+    assert wider.low < fit.low and wider.high > fit.high
+
+
+def test_time_attention_returns_positive_medians_of_the_right_length():
+    timing = time_attention([8, 16, 32], d=4, rng=np.random.default_rng(0), repeats=2)
+    assert timing.ns == (8, 16, 32) and timing.d == 4 and timing.dtype == "float32"
+    assert timing.medians.shape == (3,) and timing.times.shape == (3, 2)
+    assert (timing.medians > 0).all() and (timing.times > 0).all()
+    np.testing.assert_array_equal(timing.medians, np.median(timing.times, axis=1))
+    assert not timing.medians.flags.writeable
+    assert isinstance(timing.fit(), PowerLawFit)
+    assert time_attention([4], 2, np.random.default_rng(1), repeats=1, dtype=np.float64).dtype == "float64"
+
+
+# --------------------------------------------------------------------------- bad inputs
+rng0 = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: flop_counts(0, 4, 2, 2), ValueError, r"n_q must be positive; got 0"),
+        (lambda: flop_counts(4, 4, 2.0, 2), TypeError, r"d_k must be an integer; got float 2.0"),
+        (lambda: flop_counts(4, -1, 2, 2), ValueError, r"n_k must be positive; got -1"),
+        (lambda: flop_counts(4, 4, 2, True), TypeError, r"d_v must be an integer; got bool"),
+        (lambda: memory_bytes(4, 4, 2, 2, np.int32), TypeError, r"dtype must be a floating dtype.*int32"),
+        (lambda: memory_bytes(4, 4, 2, 2, "nonsense"), TypeError, r"dtype must be a NumPy floating dtype"),
+        (lambda: memory_bytes(4, 4, 2, 2, in_place=1), TypeError, r"in_place must be True or False"),
+        (lambda: attention_scale_table(dtype_bytes=0), ValueError, r"dtype_bytes must be positive; got 0"),
+        (lambda: attention_scale_table(()), ValueError, r"configs is empty"),
+        (lambda: attention_scale_table(["GPT-3"]), TypeError, r"configs\[0\] must be a ModelConfig; got str"),
+        (lambda: ModelConfig("bad", 2, 6, 384, 64, 128, 4, ("k",), "s"), ValueError,
+         r"bad: n_heads=6 is not a multiple of n_kv_heads=4"),
+        (lambda: ModelConfig("bad", 0, 6, 384, 64, 128, 6, ("k",), "s"), ValueError,
+         r"n_layers must be positive; got 0"),
+        (lambda: fit_power_law([1, 2], [1.0, 4.0]), ValueError, r"at least 3 points.*got 2"),
+        (lambda: fit_power_law([1, 2, 3], [1.0, 4.0]), ValueError, r"same length; got 3 and 2"),
+        (lambda: fit_power_law([1, 2, 3], [1.0, 0.0, 9.0]), ValueError, r"times must be positive.*got 0.0"),
+        (lambda: fit_power_law([1, -2, 3], [1.0, 4.0, 9.0]), ValueError, r"ns must be positive.*got -2.0"),
+        (lambda: fit_power_law([5, 5, 5], [1.0, 2.0, 3.0]), ValueError, r"two distinct sizes; got all 5"),
+        (lambda: fit_power_law([[1, 2, 3]], [[1, 2, 3]]), ValueError, r"ns must be 1-D; got shape \(1, 3\)"),
+        (lambda: fit_power_law([1, 2, 3], [1.0, np.nan, 9.0]), ValueError, r"times must be finite"),
+        (lambda: fit_power_law([1, 2, 3], [1, 4, 9], confidence=1.0), ValueError,
+         r"confidence must lie strictly between 0 and 1; got 1.0"),
+        (lambda: fit_power_law([1, 2, 3], [1, 4, 9], confidence="95%"), TypeError,
+         r"confidence must be a real number; got str"),
+        (lambda: time_attention([8], 4, rng=0), TypeError, r"rng must be a numpy.random.Generator.*got int"),
+        (lambda: time_attention([], 4, rng0), ValueError, r"ns is empty"),
+        (lambda: time_attention(8, 4, rng0), TypeError, r"ns must be a sequence of integers; got int 8"),
+        (lambda: time_attention([8, 0], 4, rng0), ValueError, r"ns\[1\] must be positive; got 0"),
+        (lambda: time_attention([8], 0, rng0), ValueError, r"d must be positive; got 0"),
+        (lambda: time_attention([8], 4, rng0, repeats=0), ValueError, r"repeats must be positive; got 0"),
+        (lambda: time_attention([8], 4, rng0, dtype=np.int64), TypeError, r"dtype must be a floating dtype"),
+    ],
+)
+def test_bad_input_raises_a_message_naming_it(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
