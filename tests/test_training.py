@@ -1,0 +1,387 @@
+"""Tests of the retrieval training experiment in attnlib.grad.
+
+1. ``xavier_uniform``: bounds, variance, determinism;
+2. ``retrieval_batch``: shapes, the query matches its target key, determinism;
+3. ``retrieval_loss_and_grads``: the loss against a naive loop, the parameter
+   gradients against central finite differences (float64, relative error
+   ≤ 1e-6) for every scale rule, and against PyTorch's autograd when installed;
+4. ``train_retrieval``: learning happens, runs are deterministic and fair
+   (same seed, same start and data), unscaled scores saturate at large d_k,
+   divergence is reported;
+5. ``SweepResult`` and ``learning_rate_sweep``;
+6. bad inputs, each with its message.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnlib.grad import (
+    OPTIMIZERS,
+    SCALE_RULES,
+    RetrievalBatch,
+    SweepResult,
+    TrainingRun,
+    learning_rate_sweep,
+    retrieval_batch,
+    retrieval_loss_and_grads,
+    train_retrieval,
+    xavier_uniform,
+)
+
+
+def rel_err(a, b):
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300)
+
+
+# --------------------------------------------------------------------------- xavier_uniform
+def test_xavier_bounds_shape_and_variance():
+    fan_in, fan_out = 300, 100
+    W = xavier_uniform(fan_in, fan_out, np.random.default_rng(0))
+    bound = math.sqrt(6 / (fan_in + fan_out))
+    assert W.shape == (fan_in, fan_out)
+    assert W.dtype == np.float64
+    assert np.abs(W).max() <= bound
+    assert np.abs(W).max() > 0.99 * bound  # the whole interval is used
+    assert W.var() == pytest.approx(2 / (fan_in + fan_out), rel=0.03)
+    assert abs(W.mean()) < 0.01
+
+
+def test_xavier_is_deterministic_given_the_generator():
+    a = xavier_uniform(5, 7, np.random.default_rng(3))
+    b = xavier_uniform(5, 7, np.random.default_rng(3))
+    c = xavier_uniform(5, 7, np.random.default_rng(4))
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_xavier_gives_unit_variance_projections_when_d_model_equals_d_k():
+    """The reason d_model defaults to d_k: components of x W have variance ≈ 1."""
+    rng = np.random.default_rng(1)
+    d = 128
+    W = xavier_uniform(d, d, rng)
+    x = rng.standard_normal((2000, d))
+    assert (x @ W).var() == pytest.approx(1.0, rel=0.05)
+
+
+# --------------------------------------------------------------------------- retrieval_batch
+def test_retrieval_batch_shapes_and_targets():
+    b = retrieval_batch(50, 6, 12, 4, np.random.default_rng(0), noise=0.0)
+    assert isinstance(b, RetrievalBatch)
+    assert b.X_q.shape == (50, 1, 12)
+    assert b.X_k.shape == (50, 6, 12)
+    assert b.V.shape == (50, 6, 4)
+    assert b.target.shape == (50,)
+    assert np.issubdtype(b.target.dtype, np.integer)
+    assert ((0 <= b.target) & (b.target < 6)).all()
+    assert len(np.unique(b.target)) == 6  # every position is used
+    for i in range(50):  # the query is exactly its target's key, and no other key
+        assert np.array_equal(b.X_q[i, 0], b.X_k[i, b.target[i]])
+        others = [j for j in range(6) if j != b.target[i]]
+        assert not any(np.array_equal(b.X_q[i, 0], b.X_k[i, j]) for j in others)
+
+
+def test_retrieval_batch_noise_has_the_requested_size():
+    b = retrieval_batch(400, 4, 32, 2, np.random.default_rng(0), noise=0.3)
+    diff = b.X_q[:, 0] - b.X_k[np.arange(400), b.target]
+    assert diff.std() == pytest.approx(0.3, rel=0.03)
+    assert b.X_k.var() == pytest.approx(1.0, rel=0.05)
+    assert b.V.var() == pytest.approx(1.0, rel=0.1)
+
+
+def test_retrieval_batch_is_deterministic_given_the_generator():
+    a = retrieval_batch(8, 5, 6, 3, np.random.default_rng(11))
+    b = retrieval_batch(8, 5, 6, 3, np.random.default_rng(11))
+    c = retrieval_batch(8, 5, 6, 3, np.random.default_rng(12))
+    for name in ("X_q", "X_k", "V", "target"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.X_k, c.X_k)
+
+
+# --------------------------------------------------------------------------- loss and gradients
+def naive_loss(W_Q, W_K, b, scale):
+    """The loss with explicit loops over examples and keys."""
+    total = 0.0
+    n_b, n_keys, _ = b.X_k.shape
+    d_v = b.V.shape[-1]
+    for i in range(n_b):
+        q = b.X_q[i, 0] @ W_Q
+        s = [scale * float(q @ (b.X_k[i, j] @ W_K)) for j in range(n_keys)]
+        m = max(s)
+        e = [math.exp(x - m) for x in s]
+        p = [x / sum(e) for x in e]
+        out = sum(p[j] * b.V[i, j] for j in range(n_keys))
+        total += float(((out - b.V[i, b.target[i]]) ** 2).sum())
+    return total / (n_b * d_v)
+
+
+def fd_grads(W_Q, W_K, b, scale, h=1e-6):
+    grads = []
+    for which in range(2):
+        W = (W_Q, W_K)[which]
+        g = np.zeros_like(W)
+        for idx in np.ndindex(W.shape):
+            plus, minus = W.copy(), W.copy()
+            plus[idx] += h
+            minus[idx] -= h
+            args_p = (plus, W_K) if which == 0 else (W_Q, plus)
+            args_m = (minus, W_K) if which == 0 else (W_Q, minus)
+            loss_p = retrieval_loss_and_grads(*args_p, b, scale)[0]
+            loss_m = retrieval_loss_and_grads(*args_m, b, scale)[0]
+            g[idx] = (loss_p - loss_m) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+@pytest.mark.parametrize("scale_rule", SCALE_RULES)
+def test_parameter_gradients_match_finite_differences(scale_rule):
+    rng = np.random.default_rng(5)
+    d_model, d_k = 6, 4
+    b = retrieval_batch(7, 5, d_model, 3, rng, noise=0.2)
+    # weights larger than Xavier so that the softmax is neither uniform nor saturated
+    W_Q = 2.0 * xavier_uniform(d_model, d_k, rng)
+    W_K = 2.0 * xavier_uniform(d_model, d_k, rng)
+    scale = {"inverse_sqrt": 1 / math.sqrt(d_k), "none": 1.0, "inverse": 1 / d_k}[scale_rule]
+    loss, dW_Q, dW_K = retrieval_loss_and_grads(W_Q, W_K, b, scale)
+    assert loss == pytest.approx(naive_loss(W_Q, W_K, b, scale), rel=1e-12)
+    fd_Q, fd_K = fd_grads(W_Q, W_K, b, scale)
+    assert dW_Q.shape == dW_K.shape == (d_model, d_k)
+    assert rel_err(dW_Q, fd_Q) <= 1e-6
+    assert rel_err(dW_K, fd_K) <= 1e-6
+
+
+def test_parameter_gradients_match_torch_autograd():
+    torch = pytest.importorskip("torch", reason="torch is not installed; the autograd cross-check is skipped")
+    rng = np.random.default_rng(8)
+    b = retrieval_batch(9, 6, 8, 5, rng)
+    W_Q, W_K = xavier_uniform(8, 8, rng), xavier_uniform(8, 8, rng)
+    loss, dW_Q, dW_K = retrieval_loss_and_grads(W_Q, W_K, b, 0.5)
+    tQ = torch.tensor(W_Q, requires_grad=True)
+    tK = torch.tensor(W_K, requires_grad=True)
+    Q = torch.tensor(b.X_q) @ tQ
+    K = torch.tensor(b.X_k) @ tK
+    O = torch.softmax(0.5 * Q @ K.transpose(-1, -2), dim=-1) @ torch.tensor(b.V)
+    Y = torch.tensor(b.V[np.arange(9), b.target][:, None, :])
+    t_loss = ((O - Y) ** 2).mean()
+    t_loss.backward()
+    assert loss == pytest.approx(t_loss.item(), rel=1e-12)
+    np.testing.assert_allclose(dW_Q, tQ.grad.numpy(), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(dW_K, tK.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_ideal_weights_solve_the_task():
+    """W_Q W_Kᵀ = c · I retrieves exactly: the task is solvable as documented."""
+    rng = np.random.default_rng(0)
+    b = retrieval_batch(64, 16, 32, 8, rng, noise=0.1)
+    W = 3.0 * np.eye(32)
+    loss, _, _ = retrieval_loss_and_grads(W, W, b, 1 / math.sqrt(32))
+    assert loss < 1e-6
+
+
+# --------------------------------------------------------------------------- train_retrieval
+def test_training_reduces_the_loss_on_a_small_scaled_problem():
+    run = train_retrieval(16, lr=1.0, steps=60, seed=0)
+    assert isinstance(run, TrainingRun)
+    assert run.losses.shape == run.accuracy.shape == (60,)
+    assert not run.diverged
+    assert run.losses[-10:].mean() < 0.3 * run.losses[:5].mean()
+    assert run.final_loss < 0.2
+    assert run.final_accuracy > 0.9
+    assert run.init_score_grad_norms.shape == (256,)
+    assert (run.d_k, run.scale_rule, run.lr, run.steps, run.optimizer) == (16, "inverse_sqrt", 1.0, 60, "sgd")
+
+
+def test_adam_trains_too():
+    run = train_retrieval(16, lr=0.03, steps=60, seed=0, optimizer="adam")
+    assert run.optimizer == "adam"
+    assert run.final_loss < 0.3 * run.losses[0]
+
+
+def test_runs_are_deterministic_given_the_seed():
+    a = train_retrieval(8, lr=0.5, steps=15, seed=3)
+    b = train_retrieval(8, lr=0.5, steps=15, seed=3)
+    c = train_retrieval(8, lr=0.5, steps=15, seed=4)
+    assert np.array_equal(a.losses, b.losses)
+    assert np.array_equal(a.init_score_grad_norms, b.init_score_grad_norms)
+    assert a.final_loss == b.final_loss
+    assert not np.array_equal(a.losses, c.losses)
+
+
+def test_same_seed_gives_the_same_start_and_data_whatever_the_lr_or_optimizer():
+    runs = [
+        train_retrieval(8, lr=lr, steps=3, seed=1, optimizer=opt)
+        for lr in (0.01, 1.0)
+        for opt in OPTIMIZERS
+    ]
+    for r in runs[1:]:
+        assert r.losses[0] == runs[0].losses[0]  # same weights, same first batch
+        assert np.array_equal(r.init_score_grad_norms, runs[0].init_score_grad_norms)
+
+
+def test_unscaled_rows_saturate_at_large_d_k_and_scaled_do_not():
+    scaled = train_retrieval(256, scale_rule="inverse_sqrt", lr=1.0, steps=1)
+    unscaled = train_retrieval(256, scale_rule="none", lr=1.0, steps=1)
+    inverse = train_retrieval(256, scale_rule="inverse", lr=1.0, steps=1)
+    assert unscaled.init_saturated_fraction > 0.3
+    assert scaled.init_saturated_fraction < 0.05
+    assert unscaled.init_saturated_fraction > scaled.init_saturated_fraction
+    assert unscaled.init_max_weight_mean > 0.8 > 0.5 > scaled.init_max_weight_mean
+    assert inverse.init_max_weight_mean < scaled.init_max_weight_mean  # 1/d_k: nearly uniform
+    # the gradient reaching the softmax input collapses where it saturates
+    assert np.median(unscaled.init_score_grad_norms) < 0.1 * np.median(scaled.init_score_grad_norms)
+
+
+def test_divergence_is_reported_and_the_curve_stops():
+    run = train_retrieval(8, lr=1e300, steps=5, seed=0)
+    assert run.diverged
+    assert math.isnan(run.final_loss)
+    assert run.final_accuracy == 0.0
+    assert 0 < len(run.losses) < 5
+    assert np.isfinite(run.losses).all()
+    assert len(run.accuracy) == len(run.losses)
+
+
+# --------------------------------------------------------------------------- sweep
+def fake_run(d_k, rule, lr, final_loss, diverged=False):
+    return TrainingRun(
+        d_k=d_k, scale_rule=rule, lr=lr, steps=1, optimizer="sgd",
+        losses=np.array([1.0]), accuracy=np.array([0.0]),
+        init_saturated_fraction=0.25, init_score_grad_norms=np.array([0.1, 0.3]),
+        init_max_weight_mean=0.5, final_loss=final_loss, final_accuracy=0.5, diverged=diverged,
+    )  # fmt: skip
+
+
+def test_best_picks_the_lowest_final_loss_among_non_diverged_runs():
+    runs = (
+        fake_run(8, "none", 0.1, 0.5),
+        fake_run(8, "none", 0.3, 0.2),
+        fake_run(8, "none", 1.0, math.nan, diverged=True),
+        fake_run(8, "none", 3.0, 0.9),
+        fake_run(8, "inverse_sqrt", 0.1, 0.05),
+    )
+    sweep = SweepResult(runs=runs)
+    assert sweep.best(8, "none").lr == 0.3
+    assert sweep.best(8, "inverse_sqrt").lr == 0.1
+    table = sweep.table()
+    assert len(table.splitlines()) == 3
+    assert "0.2000" in table and "0.250" in table and "0.2" in table.splitlines()[1]
+
+
+def test_best_and_table_with_all_runs_diverged():
+    sweep = SweepResult(runs=(fake_run(8, "none", 1.0, math.nan, diverged=True),))
+    with pytest.raises(ValueError, match=r"all 1 runs with d_k=8 and scale_rule='none' diverged"):
+        sweep.best(8, "none")
+    with pytest.raises(ValueError, match=r"no run with d_k=16 and scale_rule='none'"):
+        sweep.best(16, "none")
+    assert "diverged" in sweep.table()
+
+
+def test_learning_rate_sweep_runs_every_combination_in_order():
+    sweep = learning_rate_sweep((4, 8), (0.1, 1.0), scale_rules=("inverse_sqrt", "none", "inverse"), steps=3)
+    keys = [(r.d_k, r.scale_rule, r.lr) for r in sweep.runs]
+    assert keys == [
+        (d, s, lr) for d in (4, 8) for s in ("inverse_sqrt", "none", "inverse") for lr in (0.1, 1.0)
+    ]
+    assert all(r.steps == 3 for r in sweep.runs)
+    best = sweep.best(8, "none")
+    same = [r for r in sweep.runs if r.d_k == 8 and r.scale_rule == "none"]
+    assert best.final_loss == min(r.final_loss for r in same)
+    assert len(sweep.table().splitlines()) == 1 + 2 * 3
+
+
+# --------------------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (
+            {"scale_rule": "sqrt"},
+            ValueError,
+            r"scale_rule must be one of \('inverse_sqrt', 'none', 'inverse'\); got 'sqrt'",
+        ),
+        ({"optimizer": "rmsprop"}, ValueError, r"optimizer must be one of \('sgd', 'adam'\); got 'rmsprop'"),
+        ({"lr": 0.0}, ValueError, r"lr must be positive; got 0.0"),
+        ({"lr": -0.1}, ValueError, r"lr must be positive; got -0.1"),
+        ({"lr": math.inf}, ValueError, r"lr must be finite"),
+        ({"lr": "1"}, TypeError, r"lr must be a real number; got str"),
+        ({"steps": 0}, ValueError, r"steps must be positive; got 0"),
+        ({"steps": 2.5}, TypeError, r"steps must be an integer; got float"),
+        ({"batch": -1}, ValueError, r"batch must be positive; got -1"),
+        ({"n_keys": 1}, ValueError, r"n_keys must be at least 2 .*got 1"),
+        ({"d_model": 0}, ValueError, r"d_model must be positive; got 0"),
+        ({"seed": -1}, ValueError, r"seed must be non-negative; got -1"),
+        ({"seed": 1.0}, TypeError, r"seed must be an integer; got float"),
+    ],
+)
+def test_train_retrieval_rejects_bad_inputs(kwargs, exc, match):
+    args = {"lr": 0.1, "steps": 2} | kwargs
+    with pytest.raises(exc, match=match):
+        train_retrieval(8, **args)
+
+
+def test_train_retrieval_rejects_bad_d_k():
+    with pytest.raises(ValueError, match=r"d_k must be positive; got 0"):
+        train_retrieval(0, lr=0.1)
+
+
+def test_xavier_and_batch_reject_bad_inputs():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"fan_in must be positive; got 0"):
+        xavier_uniform(0, 3, rng)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator .*got int"):
+        xavier_uniform(3, 3, 0)
+    with pytest.raises(ValueError, match=r"n_keys must be at least 2"):
+        retrieval_batch(4, 1, 3, 3, rng)
+    with pytest.raises(ValueError, match=r"noise must be non-negative; got -0.1"):
+        retrieval_batch(4, 2, 3, 3, rng, noise=-0.1)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator .*got RandomState"):
+        retrieval_batch(4, 2, 3, 3, np.random.RandomState(0))
+
+
+def test_loss_and_grads_reject_bad_inputs():
+    rng = np.random.default_rng(0)
+    b = retrieval_batch(4, 3, 5, 2, rng)
+    W = xavier_uniform(5, 4, rng)
+    with pytest.raises(ValueError, match=r"W_Q has d_model=6 rows but the batch's embeddings have d_model=5"):
+        retrieval_loss_and_grads(np.ones((6, 4)), np.ones((6, 4)), b, 1.0)
+    with pytest.raises(ValueError, match=r"same shape .*W_Q \(5, 4\), W_K \(5, 3\)"):
+        retrieval_loss_and_grads(W, W[:, :3], b, 1.0)
+    with pytest.raises(ValueError, match=r"must be 2-D .*W_Q \(5,\)"):
+        retrieval_loss_and_grads(W[:, 0], W, b, 1.0)
+    with pytest.raises(ValueError, match=r"scale must be positive; got -1.0"):
+        retrieval_loss_and_grads(W, W, b, -1.0)
+    with pytest.raises(TypeError, match=r"batch must be a RetrievalBatch .*got tuple"):
+        retrieval_loss_and_grads(W, W, (b.X_q, b.X_k), 1.0)
+    with pytest.raises(ValueError, match=r"the scores overflow float64"):
+        retrieval_loss_and_grads(W * 1e200, W * 1e200, b, 1.0)
+
+
+def test_learning_rate_sweep_rejects_bad_inputs():
+    with pytest.raises(ValueError, match=r"lrs must not be empty"):
+        learning_rate_sweep((8,), ())
+    with pytest.raises(ValueError, match=r"d_ks must not be empty"):
+        learning_rate_sweep((), (0.1,))
+    with pytest.raises(ValueError, match=r"scale_rule must be one of .*got 'root'"):
+        learning_rate_sweep((8,), (0.1,), scale_rules=("root",))
+    with pytest.raises(TypeError, match=r"lr is swept; pass it in d_ks, lrs or scale_rules"):
+        learning_rate_sweep((8,), (0.1,), lr=0.3)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'stepz'"):
+        learning_rate_sweep((8,), (0.1,), stepz=3)
+
+
+def test_scaling_is_a_reparametrisation_of_sgd():
+    """Scaled SGD at lr η equals unscaled SGD at lr η·scale from weights √scale times smaller."""
+    rng = np.random.default_rng(0)
+    d_k, scale, lr = 16, 0.25, 2.0
+    W = [xavier_uniform(d_k, d_k, rng) for _ in range(2)]
+    U = [math.sqrt(scale) * w for w in W]
+    for _ in range(5):
+        b = retrieval_batch(16, 8, d_k, 4, rng)
+        loss_w, *g_w = retrieval_loss_and_grads(W[0], W[1], b, scale)
+        loss_u, *g_u = retrieval_loss_and_grads(U[0], U[1], b, 1.0)
+        assert loss_w == pytest.approx(loss_u, rel=1e-12)
+        W = [w - lr * g for w, g in zip(W, g_w, strict=True)]
+        U = [u - lr * scale * g for u, g in zip(U, g_u, strict=True)]
+    np.testing.assert_allclose(U[0], math.sqrt(scale) * W[0], rtol=1e-10, atol=1e-12)
