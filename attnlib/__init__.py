@@ -8,16 +8,20 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
 * :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
 * :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
+* :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
+* :mod:`attnlib.kvcache` – a key–value cache for incremental decoding
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
 """
 
-from attnlib import complexity, core, examples, grad, plots, stats, trace
+from attnlib import complexity, core, examples, grad, kvcache, plots, stats, tiled, trace
 from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
+from attnlib.kvcache import *  # noqa: F403
 from attnlib.plots import *  # noqa: F403
 from attnlib.stats import *  # noqa: F403
+from attnlib.tiled import *  # noqa: F403
 from attnlib.trace import *  # noqa: F403
 
 __all__ = [
@@ -27,6 +31,8 @@ __all__ = [
     *stats.__all__,
     *grad.__all__,
     *complexity.__all__,
+    *tiled.__all__,
+    *kvcache.__all__,
     *plots.__all__,
 ]
 
