@@ -1,0 +1,18 @@
+"""Figures that stay interactive in the static HTML book.
+
+Every state of a figure is computed by attnlib in Python; the browser only
+switches between them (Plotly buttons, sliders, hover). Nothing is computed in
+JavaScript, and nothing is fetched from another host: the book serves
+plotly.min.js itself on pages that show such a figure.
+
+* :mod:`attnlib.interactive._render` – :class:`StaticFigure` and :func:`show`
+  (deterministic HTML plus Plotly's mimetype for JupyterLab)
+* :mod:`attnlib.interactive.trace_explorers` – :func:`pipeline_stepper` and
+  :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`
+"""
+
+from attnlib.interactive import _render, trace_explorers
+from attnlib.interactive._render import *  # noqa: F403
+from attnlib.interactive.trace_explorers import *  # noqa: F403
+
+__all__ = [*_render.__all__, *trace_explorers.__all__]

@@ -1,0 +1,134 @@
+"""attnlib.interactive: deterministic static HTML, every state equal to the trace, hover arithmetic."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from attnlib.examples import cat_sat_on_mat
+from attnlib.interactive import (
+    PLOTLY_MIMETYPE,
+    STEPS,
+    StaticFigure,
+    explain_blocks,
+    hover_heatmap,
+    pipeline_stepper,
+    show,
+)
+from attnlib.interactive._render import MystNbPlotlyMime
+from attnlib.trace import trace_attention
+
+
+@pytest.fixture(scope="module")
+def tr():
+    ex = cat_sat_on_mat()
+    return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+
+
+@pytest.fixture(scope="module", params=["stepper", "heatmap"])
+def explorer(request, tr) -> StaticFigure:
+    return pipeline_stepper(tr) if request.param == "stepper" else hover_heatmap(tr)
+
+
+def test_html_is_deterministic_and_offline(explorer: StaticFigure, tr) -> None:
+    again = pipeline_stepper(tr) if explorer.div_id == "pipeline-stepper" else hover_heatmap(tr)
+    html = explorer.to_html()
+    assert html == again.to_html(), "two calls must give the same HTML (nbval compares it)"
+    assert explorer.to_plotly_json() == again.to_plotly_json()
+    assert f'id="{explorer.div_id}"' in html
+    assert 'class="plotly-graph-div"' in html
+    assert f'Plotly.newPlot(                        "{explorer.div_id}"' in html or (
+        f'"{explorer.div_id}"' in html and "Plotly.newPlot" in html
+    )
+    assert "<script src" not in html.lower() and "cdn" not in html.lower() and "https://" not in html
+    assert "mathjax" not in html.lower()
+    assert '"displaylogo": false' in html
+    assert re.search(r'aria-describedby="[^"]+-alt"', html) and "<figcaption>" in html
+
+
+def test_mimebundle_has_html_and_plotly_json(explorer: StaticFigure) -> None:
+    data, metadata = explorer._repr_mimebundle_()
+    assert set(data) == {"text/html", PLOTLY_MIMETYPE, "text/plain"}
+    assert data["text/html"] == explorer._repr_html_()
+    assert data[PLOTLY_MIMETYPE]["config"]["displaylogo"] is False
+    assert "attnlib.interactive" in metadata
+
+
+def test_stepper_has_every_state_and_each_equals_the_trace(tr) -> None:
+    fig = pipeline_stepper(tr).fig
+    buttons = fig.layout.updatemenus[0].buttons
+    steps = fig.layout.sliders[0].steps
+    assert [b.label for b in buttons] == list(tr.tokens)
+    assert len(steps) == len(STEPS) == 4
+    assert len(buttons) * len(steps) == 20
+    for i, button in enumerate(buttons):
+        assert button.args[0]["visible"] == [k == i for k in range(tr.n_q)]
+        assert button.args[1][f"annotations[{i}].visible"] is True
+    for (stage, _, _), step in zip(STEPS, steps, strict=True):
+        traces, layout = step.args
+        matrix = getattr(tr, stage)
+        for i in range(tr.n_q):
+            np.testing.assert_array_equal(np.array(traces["y"][i], dtype=float), matrix[i])
+            expected_x = [f"d{c}" for c in range(tr.d_v)] if stage == "output" else list(tr.key_tokens)
+            assert list(traces["x"][i]) == expected_x
+            note = layout[f"annotations[{i}].text"].replace("\u00a0", " ")
+            for line in explain_blocks(tr, i)["7" if stage == "output" else "2" if stage == "scores" else
+                                           "3" if stage == "scaled_scores" else "6"][1:]:
+                assert line.strip() in note, f"{stage}, query {tr.tokens[i]}: {line!r} missing"
+    # the initial figure is query 0 at step 0
+    np.testing.assert_array_equal(np.array(fig.data[0].y, dtype=float), tr.scores[0])
+    assert [t.visible for t in fig.data] == [True] + [False] * (tr.n_q - 1)
+
+
+def test_heatmap_data_and_hover_for_cat_the(tr) -> None:
+    trace = hover_heatmap(tr).fig.data[0]
+    np.testing.assert_array_equal(np.array(trace.z, dtype=float), tr.weights)
+    dot, scaled, exp, weight = trace.customdata[1][0]  # query "cat", key "The"
+    terms = " + ".join(f"({a:.1f})({b:.1f})" for a, b in zip(tr.Q[1], tr.K[0], strict=True))
+    assert dot == f"{terms} = {tr.scores[1, 0]:.1f}"
+    assert dot == "(0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0"
+    assert scaled.endswith(f"= {tr.scaled_scores[1, 0]:.4f}") and "1.5" in scaled
+    assert exp.endswith(f"= {math.exp(tr.scaled_scores[1, 0]):.4f}")
+    assert weight.endswith(f"= {tr.weights[1, 0]:.4f}") and weight.endswith("0.4026")
+    assert "%{customdata[0]}" in trace.hovertemplate and "%{customdata[3]}" in trace.hovertemplate
+
+
+def test_masked_cells_are_empty_not_numbers() -> None:
+    ex = cat_sat_on_mat()
+    mask = np.tril(np.ones((5, 5), dtype=bool))
+    tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens, attn_mask=mask)
+    heat = hover_heatmap(tr).fig.data[0]
+    assert heat.z[0][1] is None and heat.text[0][1] == "masked"
+    assert "masked" in heat.customdata[0][1][1]
+    step = pipeline_stepper(tr).fig.layout.sliders[0].steps[1]  # scaled scores
+    assert step.args[0]["y"][0][1:] == [None] * 4
+
+
+def test_errors_name_the_argument(tr) -> None:
+    with pytest.raises(TypeError, match="trace must be an AttentionTrace"):
+        pipeline_stepper(tr.weights)
+    with pytest.raises(TypeError, match="trace must be an AttentionTrace"):
+        hover_heatmap(None)
+    with pytest.raises(ValueError, match="div_id must start with a letter"):
+        hover_heatmap(tr, div_id="1 bad id")
+    with pytest.raises(TypeError, match="fig must be a plotly"):
+        show({"data": []}, div_id="x", caption="c", alt="a")
+    with pytest.raises(TypeError, match="caption must be a non-empty str"):
+        show(go.Figure(), div_id="x", caption=" ", alt="a")
+
+
+class _Mime:
+    def __init__(self, mime_type: str, output_metadata: dict) -> None:
+        self.mime_type = mime_type
+        self.output_metadata = output_metadata
+
+
+def test_mystnb_plugin_drops_only_our_plotly_mimetype() -> None:
+    ours = {"attnlib.interactive": {"div_id": "x"}}
+    assert MystNbPlotlyMime.handle_mime(None, _Mime(PLOTLY_MIMETYPE, ours), False) == []
+    assert MystNbPlotlyMime.handle_mime(None, _Mime(PLOTLY_MIMETYPE, {}), False) is None  # myst-nb warns
+    assert MystNbPlotlyMime.handle_mime(None, _Mime("text/html", ours), False) is None
