@@ -7,9 +7,20 @@ Four questions, one function each:
 * :func:`memory_bytes` – how many bytes are alive at each stage, and at the peak?
 * :func:`attention_scale_table` – what do these numbers come to in published
   models (:data:`MODEL_CONFIGS`) at their maximum context?
+* :func:`projection_flops`, :func:`layer_crossover` and :func:`kv_cache_bytes`
+  – what the projections around attention cost, from which ``n`` on the
+  ``n²`` terms outweigh them, and what a key–value cache holds;
 * :func:`time_attention` and :func:`fit_power_law` – how does the measured time
   of :func:`attnlib.core.scaled_dot_product_attention` grow with ``n``, and
   with which exponent (with a confidence interval)?
+* :func:`compare_times` and :func:`peak_memory` – the time (interleaved
+  medians) and the peak traced memory of any calls, measured the same way.
+
+Timings run BLAS on one thread by default (``threads=1``, through
+threadpoolctl): on a shared two-core machine a multithreaded BLAS waits for
+descheduled threads, which turns sub-millisecond products into tens of
+milliseconds at random, so the times and the fitted exponent describe the
+scheduler rather than the algorithm. One thread gives steady numbers.
 
 Every count here describes the *textbook algorithm* (compute the scores,
 scale them, softmax them row by row, multiply by ``V``), not the schedule
@@ -23,8 +34,11 @@ import math
 import numbers
 import statistics
 import time
-from collections.abc import Sequence
+import tracemalloc
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -41,6 +55,10 @@ __all__ = [
     "memory_bytes",
     "ModelConfig",
     "MODEL_CONFIGS",
+    "projection_flops",
+    "LayerCrossover",
+    "layer_crossover",
+    "kv_cache_bytes",
     "ModelScale",
     "AttentionScaleTable",
     "attention_scale_table",
@@ -48,6 +66,9 @@ __all__ = [
     "time_attention",
     "PowerLawFit",
     "fit_power_law",
+    "TimingComparison",
+    "compare_times",
+    "peak_memory",
 ]
 
 
@@ -78,6 +99,35 @@ def _check_confidence(confidence: Any) -> float:
     if not 0.0 < c < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1; got {c}")
     return c
+
+
+def _check_threads(threads: Any) -> int | None:
+    if threads is None:
+        return None
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral):
+        raise TypeError(
+            f"threads must be a positive integer or None; got {type(threads).__name__} {threads!r}"
+        )
+    if threads <= 0:
+        raise ValueError(f"threads must be a positive integer or None (leave BLAS as is); got {threads}")
+    return int(threads)
+
+
+@contextmanager
+def _thread_limit(threads: int | None) -> Iterator[None]:
+    """Limit BLAS/OpenMP pools to ``threads`` inside the block; ``None`` leaves them as they are."""
+    if threads is None:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is in requirements.txt
+        raise ImportError(
+            f"threads={threads} needs threadpoolctl (pip install threadpoolctl); "
+            "pass threads=None to time with the BLAS threads as they are"
+        ) from None
+    with threadpool_limits(limits=threads):
+        yield
 
 
 def _format_bytes(n_bytes: int) -> str:
@@ -759,6 +809,206 @@ def attention_scale_table(
     return AttentionScaleTable(tuple(rows), dtype_bytes)
 
 
+# --------------------------------------------------------------------------- projections, crossover, KV cache
+def _check_heads(n_heads: Any, n_kv_heads: Any) -> tuple[int, int]:
+    n_heads = _v.check_positive_int(n_heads, "n_heads")
+    n_kv_heads = _v.check_positive_int(n_kv_heads, "n_kv_heads")
+    if n_heads % n_kv_heads:
+        raise ValueError(
+            f"n_heads={n_heads} is not a multiple of n_kv_heads={n_kv_heads} "
+            "(each key-value head serves a whole group of query heads)"
+        )
+    return n_heads, n_kv_heads
+
+
+def projection_flops(n: int, d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> int:
+    """FLOPs of the four projections of one attention layer for ``n`` tokens.
+
+    The layer's input ``X`` is ``(n, d_model)``. The projections are four
+    matrix products, counted as :func:`flop_counts` counts its products (a dot
+    product of length ``L`` is ``L`` multiplies and ``L − 1`` adds):
+
+    ====== ====================================================== ==========================================
+    name   product                                                FLOPs
+    ====== ====================================================== ==========================================
+    Q      ``X W_Q``: ``(n, d_model) @ (d_model, h·d_head)``      ``n·h·d_head·(2·d_model − 1)``
+    K      ``X W_K``: ``(n, d_model) @ (d_model, h_kv·d_head)``   ``n·h_kv·d_head·(2·d_model − 1)``
+    V      ``X W_V``: ``(n, d_model) @ (d_model, h_kv·d_head)``   ``n·h_kv·d_head·(2·d_model − 1)``
+    O      ``O W_O``: ``(n, h·d_head) @ (h·d_head, d_model)``     ``n·d_model·(2·h·d_head − 1)``
+    ====== ====================================================== ==========================================
+
+    with ``h = n_heads`` query heads and ``h_kv = n_kv_heads`` key–value heads
+    (fewer under grouped-query attention). Biases are not counted. The total
+    is linear in ``n``, against the ``n²`` of attention itself.
+
+    Parameters
+    ----------
+    n : int
+        Number of tokens.
+    d_model : int
+        Width of the layer's input and output.
+    n_heads, n_kv_heads : int
+        Query heads and key–value heads; ``n_heads`` a multiple of ``n_kv_heads``.
+    d_head : int
+        Width of one head (``d_k = d_v``).
+
+    Returns
+    -------
+    int
+        Multiplies plus adds of the four products.
+
+    Raises
+    ------
+    TypeError
+        An argument is not an integer.
+    ValueError
+        An argument is not positive, or ``n_heads`` is not a multiple of
+        ``n_kv_heads``.
+
+    Examples
+    --------
+    One head with ``d_model = d_head = d``: four ``(n, d) @ (d, d)`` products.
+
+    >>> n, d = 128, 64
+    >>> projection_flops(n, d, 1, 1, d) == 4 * n * d * (2 * d - 1)
+    True
+    >>> projection_flops(1, 8192, 64, 8, 128)  # LLaMA-2 70B, one token: (64 + 2·8)·128·16383 + 8192·16383
+    301971456
+    """
+    n = _v.check_positive_int(n, "n")
+    d_model = _v.check_positive_int(d_model, "d_model")
+    n_heads, n_kv_heads = _check_heads(n_heads, n_kv_heads)
+    d_head = _v.check_positive_int(d_head, "d_head")
+    qkv = n * (n_heads + 2 * n_kv_heads) * d_head * (2 * d_model - 1)  # X W_Q, X W_K, X W_V
+    out = n * d_model * (2 * n_heads * d_head - 1)  # O W_O
+    return qkv + out
+
+
+@dataclass(frozen=True)
+class LayerCrossover:
+    """Where a layer's attention products start to outweigh its projections; see :func:`layer_crossover`.
+
+    Attributes
+    ----------
+    d_model, n_heads, n_kv_heads, d_head : int
+        The layer's shape.
+    leading : float
+        ``d_model · (1 + n_kv_heads / n_heads)``: where the leading terms,
+        ``2·n²·h·d_head`` multiply-adds of attention against
+        ``n·d_model·d_head·(2h + 2h_kv)`` of the projections, are equal.
+    exact : int
+        The smallest ``n`` at which ``n_heads`` heads of attention, counted by
+        :func:`flop_counts` (softmax included), take at least as many FLOPs as
+        :func:`projection_flops`.
+    """
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    leading: float
+    exact: int
+
+
+def layer_crossover(d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> LayerCrossover:
+    """The sequence length from which attention's ``n²`` work exceeds the projections' work.
+
+    Attention over ``n`` tokens costs ``n_heads · flop_counts(n, n, d_head,
+    d_head).flops = h·((4·d_head + 4)·n² − (d_head + 2)·n)`` FLOPs, the
+    projections :func:`projection_flops` ``= n·P`` with ``P`` independent of
+    ``n``. Dividing both by ``n`` leaves two linear functions of ``n``, so
+    attention costs at least as much exactly from
+    ``n = ⌈(P + h·(d_head + 2)) / (h·(4·d_head + 4))⌉`` on (``exact``). Keeping
+    only the leading terms gives ``n* = d_model·(1 + h_kv/h)`` (``leading``):
+    ``2·d_model`` without grouped-query attention, ``2·d`` for a single head of
+    width ``d``. The exact crossing comes a little earlier, because the
+    softmax adds ``4·h·n²`` FLOPs to the products.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the layer's input and output.
+    n_heads, n_kv_heads : int
+        Query heads and key–value heads; ``n_heads`` a multiple of ``n_kv_heads``.
+    d_head : int
+        Width of one head (``d_k = d_v``).
+
+    Returns
+    -------
+    LayerCrossover
+        ``.leading`` (the formula) and ``.exact`` (the first ``n`` by exact counts).
+
+    Raises
+    ------
+    TypeError
+        An argument is not an integer.
+    ValueError
+        An argument is not positive, or ``n_heads`` is not a multiple of
+        ``n_kv_heads``.
+
+    Examples
+    --------
+    >>> c = layer_crossover(d_model=64, n_heads=1, n_kv_heads=1, d_head=64)  # one head, d = 64
+    >>> c.leading, c.exact
+    (128.0, 126)
+    >>> layer_crossover(8192, 64, 8, 128).leading  # LLaMA-2 70B: 8192 · (1 + 8/64)
+    9216.0
+    """
+    d_model = _v.check_positive_int(d_model, "d_model")
+    n_heads, n_kv_heads = _check_heads(n_heads, n_kv_heads)
+    d_head = _v.check_positive_int(d_head, "d_head")
+    per_token = projection_flops(1, d_model, n_heads, n_kv_heads, d_head)  # P
+    num = per_token + n_heads * (d_head + 2)
+    den = n_heads * (4 * d_head + 4)
+    exact = -(-num // den)  # ceiling division, in integers
+    leading = d_model * (n_heads + n_kv_heads) / n_heads
+    return LayerCrossover(d_model, n_heads, n_kv_heads, d_head, leading, exact)
+
+
+def kv_cache_bytes(config: ModelConfig, n_tokens: int, dtype_bytes: int = 2) -> int:
+    """Bytes of the key–value cache of one sequence of ``n_tokens`` tokens.
+
+    ``2 · n_layers · n_kv_heads · d_head · n_tokens · dtype_bytes``: a key and
+    a value (the 2) of ``d_head`` numbers per token, per key–value head, per
+    layer. This is :attr:`attnlib.kvcache.DecodeCost.cache_elements` (for
+    ``d_k = d_v = d_head``) times ``n_layers · n_kv_heads · dtype_bytes``.
+    Grouped-query attention (``n_kv_heads < n_heads``) shrinks it by
+    ``n_heads / n_kv_heads``.
+
+    Parameters
+    ----------
+    config : ModelConfig
+        The model, e.g. an entry of :data:`MODEL_CONFIGS`.
+    n_tokens : int
+        Tokens held in the cache (prompt and generated).
+    dtype_bytes : int
+        Bytes per number: 2 for float16/bfloat16 (the default), 4 for float32.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not a :class:`ModelConfig`, or ``n_tokens`` or
+        ``dtype_bytes`` is not an integer.
+    ValueError
+        ``n_tokens`` or ``dtype_bytes`` is not positive.
+
+    Examples
+    --------
+    >>> llama = next(c for c in MODEL_CONFIGS if c.name == "LLaMA-2 70B")
+    >>> kv_cache_bytes(llama, 4096) / 2**30  # 2 · 80 · 8 · 128 · 4096 · 2 bytes
+    1.25
+    """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig (e.g. MODEL_CONFIGS[0]); got {type(config).__name__}")
+    n_tokens = _v.check_positive_int(n_tokens, "n_tokens")
+    dtype_bytes = _v.check_positive_int(dtype_bytes, "dtype_bytes")
+    return 2 * config.n_layers * config.n_kv_heads * config.d_head * n_tokens * dtype_bytes
+
+
 # --------------------------------------------------------------------------- timing and fits
 def _t_two_sided(t: float, df: int) -> float:
     """``P(|T| ≤ t)`` for Student's t with integer ``df``, in closed form.
@@ -960,6 +1210,7 @@ def time_attention(
     rng: np.random.Generator,
     repeats: int = 5,
     dtype: Any = np.float32,
+    threads: int | None = 1,
 ) -> AttentionTiming:
     """Time ``scaled_dot_product_attention(Q, K, V)`` for ``Q, K, V`` of shape ``(n, d)``.
 
@@ -970,6 +1221,14 @@ def time_attention(
     a shared machine falls on every ``n`` alike rather than on one; the median
     per ``n`` ignores the occasional slow call. Inputs for all sizes are held
     at once (``3·n·d`` elements each).
+
+    The warm-up and the timed calls run with the BLAS thread pool limited to
+    ``threads`` (through ``threadpoolctl.threadpool_limits``). One thread is
+    the default because on a loaded machine with few cores (the book is built
+    on two) a multithreaded BLAS makes each product wait for its slowest,
+    possibly descheduled, thread: the times then measure the scheduler, vary
+    tenfold between runs and bend the fitted exponent, while one thread gives
+    a steady exponent, which is a property of the algorithm.
 
     Parameters
     ----------
@@ -983,6 +1242,8 @@ def time_attention(
         Timed calls per ``n``.
     dtype : NumPy floating dtype
         Element type of the inputs; float32 by default, as in practice.
+    threads : int or None
+        BLAS threads during the measurement; ``None`` leaves the pool as it is.
 
     Returns
     -------
@@ -992,11 +1253,11 @@ def time_attention(
     Raises
     ------
     TypeError
-        ``rng`` is not a Generator, a size is not an integer, or ``dtype`` is
-        not a floating dtype.
+        ``rng`` is not a Generator, a size or ``threads`` is not an integer,
+        or ``dtype`` is not a floating dtype.
     ValueError
-        ``ns`` is empty or holds a non-positive size, or ``d`` or ``repeats``
-        is not positive.
+        ``ns`` is empty or holds a non-positive size, or ``d``, ``repeats``
+        or ``threads`` is not positive.
 
     Examples
     --------
@@ -1009,21 +1270,203 @@ def time_attention(
     d = _v.check_positive_int(d, "d")
     repeats = _v.check_positive_int(repeats, "repeats")
     dt = _check_float_dtype(dtype)
+    threads = _check_threads(threads)
     if isinstance(ns, (numbers.Number, str)) or not isinstance(ns, Sequence | np.ndarray):
         raise TypeError(f"ns must be a sequence of integers; got {type(ns).__name__} {ns!r}")
     if len(ns) == 0:
         raise ValueError("ns is empty; give at least one sequence length")
     sizes = tuple(_v.check_positive_int(n, f"ns[{i}]") for i, n in enumerate(ns))
     inputs = [rng.standard_normal((3, n, d)).astype(dt) for n in sizes]  # each (3, n, d): Q, K, V
-    for Q, K, V in inputs:  # warm-up
-        scaled_dot_product_attention(Q, K, V)
     times = np.empty((len(sizes), repeats))
-    for r in range(repeats):  # sizes interleaved, so a slow spell of the machine hits every n alike
-        for i, (Q, K, V) in enumerate(inputs):
-            start = time.perf_counter()
+    with _thread_limit(threads):
+        for Q, K, V in inputs:  # warm-up
             scaled_dot_product_attention(Q, K, V)
-            times[i, r] = time.perf_counter() - start
+        for r in range(repeats):  # sizes interleaved, so a slow spell of the machine hits every n alike
+            for i, (Q, K, V) in enumerate(inputs):
+                start = time.perf_counter()
+                scaled_dot_product_attention(Q, K, V)
+                times[i, r] = time.perf_counter() - start
     medians = np.array([statistics.median(row) for row in times.tolist()])
     medians.setflags(write=False)
     times.setflags(write=False)
     return AttentionTiming(sizes, d, dt.name, medians, times)
+
+
+@dataclass(frozen=True)
+class TimingComparison:
+    """Wall-clock times of several callables measured side by side; see :func:`compare_times`.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The candidates, in the order they were given (and run in each round).
+    times : mapping of str to tuple of float
+        Every timed call per candidate, in seconds, in round order (read-only).
+    medians : mapping of str to float
+        Median time per candidate, in seconds (read-only).
+    repeats : int
+        Timed rounds.
+    threads : int or None
+        The BLAS thread limit during the measurement (``None``: not limited).
+    """
+
+    names: tuple[str, ...]
+    times: Mapping[str, tuple[float, ...]] = field(repr=False)
+    medians: Mapping[str, float]
+    repeats: int
+    threads: int | None
+
+    def ratio(self, a: str, b: str) -> float:
+        """``medians[a] / medians[b]``: how many times as long ``a`` took as ``b``.
+
+        Raises
+        ------
+        KeyError
+            ``a`` or ``b`` is not a candidate.
+
+        Examples
+        --------
+        >>> c = compare_times({"one": lambda: sum(range(10)), "two": lambda: sum(range(10))}, repeats=3)
+        >>> c.ratio("one", "two") > 0
+        True
+        """
+        for name in (a, b):
+            if name not in self.medians:
+                raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
+        return self.medians[a] / self.medians[b]
+
+
+def compare_times(
+    candidates: Mapping[str, Callable[[], object]],
+    repeats: int = 5,
+    threads: int | None = 1,
+) -> TimingComparison:
+    """Time several callables interleaved and return every time and the medians.
+
+    Each candidate is called once to warm up (allocation, caches, thread
+    pools), in the order given. Then ``repeats`` rounds each time one call of
+    every candidate with :func:`time.perf_counter`, in the same order, so that
+    a slow spell of a shared machine falls on all candidates alike rather than
+    on one; the median per candidate ignores the occasional slow call. Return
+    values are discarded.
+
+    The warm-up and the timed calls run with the BLAS thread pool limited to
+    ``threads`` (through ``threadpoolctl.threadpool_limits``); one thread by
+    default, for the reason given in :func:`time_attention`: on a loaded
+    machine with few cores, multithreaded BLAS timings measure the waits for
+    descheduled threads, not the computation.
+
+    Parameters
+    ----------
+    candidates : mapping of str to callable
+        Name → a function of no arguments (wrap arguments with a ``lambda``
+        or :func:`functools.partial`); at least one.
+    repeats : int
+        Timed rounds.
+    threads : int or None
+        BLAS threads during the measurement; ``None`` leaves the pool as it is.
+
+    Returns
+    -------
+    TimingComparison
+        ``.times`` and ``.medians`` by name, in seconds; ``.ratio(a, b)``.
+
+    Raises
+    ------
+    TypeError
+        ``candidates`` is not a mapping, a name is not a string or a value is
+        not callable; ``repeats`` or ``threads`` is not an integer.
+    ValueError
+        ``candidates`` is empty, or ``repeats`` or ``threads`` is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.ones((64, 64))
+    >>> c = compare_times({"matmul": lambda: x @ x, "add": lambda: x + x}, repeats=3)
+    >>> c.names, len(c.times["add"]), sorted(c.medians)
+    (('matmul', 'add'), 3, ['add', 'matmul'])
+    """
+    if not isinstance(candidates, Mapping):
+        raise TypeError(
+            "candidates must be a mapping of names to callables, e.g. {'direct': lambda: f(x)}; "
+            f"got {type(candidates).__name__}"
+        )
+    if not candidates:
+        raise ValueError("candidates is empty; give at least one name → callable")
+    for name, fn in candidates.items():
+        if not isinstance(name, str):
+            raise TypeError(f"candidate names must be strings; got {type(name).__name__} {name!r}")
+        if not callable(fn):
+            raise TypeError(f"candidates[{name!r}] must be callable; got {type(fn).__name__} {fn!r}")
+    repeats = _v.check_positive_int(repeats, "repeats")
+    threads = _check_threads(threads)
+    fns = dict(candidates)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    with _thread_limit(threads):
+        for fn in fns.values():  # warm-up
+            fn()
+        for _ in range(repeats):  # interleaved, so a slow spell of the machine hits every candidate alike
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+    frozen = {name: tuple(ts) for name, ts in times.items()}
+    medians = {name: statistics.median(ts) for name, ts in frozen.items()}
+    return TimingComparison(
+        tuple(fns), MappingProxyType(frozen), MappingProxyType(medians), repeats, threads
+    )
+
+
+def peak_memory(fn: Callable[..., object], /, *args: Any, **kwargs: Any) -> int:
+    """Peak bytes allocated during ``fn(*args, **kwargs)``, above what was allocated before it.
+
+    Uses :mod:`tracemalloc`, which sees the memory Python and NumPy allocate
+    (array data included) but not what a BLAS library manages internally; an
+    RSS difference would be far noisier. Tracing is started (unless it is
+    already on), its peak reset, the current traced size read as the
+    baseline, ``fn`` called, and the peak read; the result is the peak minus
+    the baseline, so the arguments, which exist before the call, are not
+    counted, but the returned value is. Tracing is stopped again if this
+    function started it; if it was already on, its peak is reset. Tracing
+    slows Python-level code, so do not time a call and measure its memory at
+    once.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to measure (positional only).
+    *args, **kwargs
+        Passed to ``fn``.
+
+    Returns
+    -------
+    int
+        Bytes; the return value of ``fn`` is discarded.
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is not callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> peak_memory(np.ones, 10**6) >= 8 * 10**6  # one million float64 numbers
+    True
+    >>> peak_memory(np.ones, (1000, 1000), dtype=np.float32) // 2**20  # MiB
+    3
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__} {fn!r}")
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        baseline = tracemalloc.get_traced_memory()[0]
+        fn(*args, **kwargs)
+        return tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        if started:
+            tracemalloc.stop()

@@ -684,10 +684,10 @@ def bars(
                 fontsize=_points("xtick.labelsize") * (0.85 if grouped else 1.0),
             )
 
-    ax.set_xticks(x, names)
+    ticks = ax.set_xticks(x, names)  # the Text objects, also when a shared axis hides them
     ax.tick_params(axis="x", length=0)
     if pick is not None:
-        tick = ax.get_xticklabels()[pick]
+        tick = ticks[pick].label1
         tick.set_fontweight("bold")
         if not grouped:
             tick.set_color(_ACCENT)

@@ -9,12 +9,13 @@ Q, K, V and the output in a layer (2·n·d·d each, 8·n·d² together), timed h
 The n² term overtakes the n·d² term at n = 2·d (for a full layer of width d_model, at
 n = 2·d_model), so over this range attention dominates and its exponent should approach 2.
 
-BLAS runs on one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS are set:
-the exponent is a property of the algorithm, and on a shared machine a multithreaded BLAS waits
-for descheduled threads, which turns sub-millisecond calls into tens of milliseconds and flattens
-the curve. Set OPENBLAS_NUM_THREADS=N to measure with N threads.
+BLAS runs on one thread (--threads 1, the default; attnlib's timing helpers limit the pool with
+threadpoolctl while they measure): the exponent is a property of the algorithm, and on a shared
+machine a multithreaded BLAS waits for descheduled threads, which turns sub-millisecond calls into
+tens of milliseconds and flattens the curve. Pass --threads N to measure with N threads, or
+--threads 0 to leave the BLAS pool as it is.
 
-Usage: python bench/bench_scaling.py [--repeats N] [--d D] [--seed S]
+Usage: python bench/bench_scaling.py [--repeats N] [--d D] [--seed S] [--threads T]
 """
 
 from __future__ import annotations
@@ -22,35 +23,20 @@ from __future__ import annotations
 import argparse
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # before NumPy loads BLAS
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from attnlib.complexity import fit_power_law, flop_counts, time_attention  # noqa: E402
+from attnlib.complexity import compare_times, fit_power_law, flop_counts, projection_flops, time_attention
 
 
-def _median_time_projections(ns: list[int], d: int, repeats: int, rng: np.random.Generator) -> list[float]:
+def _median_time_projections(
+    ns: list[int], d: int, repeats: int, rng: np.random.Generator, threads: int | None
+) -> list[float]:
     """Median time per n of the four (n, d) @ (d, d) products of one head's projections (interleaved)."""
     X = [rng.standard_normal((n, d)).astype(np.float32) for n in ns]
     W = rng.standard_normal((4, d, d)).astype(np.float32)
-
-    def run(x: np.ndarray) -> None:
-        for w in W:
-            x @ w  # (n, d)
-
-    for x in X:  # warm-up
-        run(x)
-    times: list[list[float]] = [[] for _ in ns]
-    for _ in range(repeats):
-        for i, x in enumerate(X):
-            start = time.perf_counter()
-            run(x)
-            times[i].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
+    candidates = {str(n): (lambda x=x: [x @ w for w in W]) for n, x in zip(ns, X, strict=True)}  # 4 × (n, d)
+    timing = compare_times(candidates, repeats=repeats, threads=threads)
+    return [timing.medians[str(n)] for n in ns]
 
 
 def main() -> None:
@@ -58,17 +44,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="timed calls per n (default 7)")
     parser.add_argument("--d", type=int, default=64, help="d_k = d_v (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS threads while timing (default 1; 0 leaves the BLAS pool as it is)")
     args = parser.parse_args()
+    threads = args.threads if args.threads > 0 else None
 
     d = args.d
     ns = [2**k for k in range(8, 13)]  # 256 … 4096
     rng = np.random.default_rng(args.seed)
-    timing = time_attention(ns, d, rng, repeats=args.repeats, dtype=np.float32)
-    proj = _median_time_projections(ns, d, args.repeats, rng)
+    timing = time_attention(ns, d, rng, repeats=args.repeats, dtype=np.float32, threads=threads)
+    proj = _median_time_projections(ns, d, args.repeats, rng, threads)
 
     print(f"attnlib.scaled_dot_product_attention, float32, d = {d}, one head, "
           f"median of {args.repeats} interleaved calls after a warm-up, "
-          f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
+          f"BLAS threads: {threads if threads is not None else 'as the library set them'}")
     load = os.getloadavg()[0]
     cpus = os.cpu_count() or 1
     busy = load > 0.5 * cpus
@@ -78,7 +67,7 @@ def main() -> None:
           f"{'attn FLOPs':>14}  {'proj FLOPs':>12}  {'FLOP ratio':>10}")
     for n, t_att, t_proj in zip(ns, timing.medians, proj, strict=True):
         att = flop_counts(n, n, d, d).flops
-        prj = 4 * n * d * (2 * d - 1)  # four (n, d) @ (d, d) products, each n·d dot products of length d
+        prj = projection_flops(n, d, 1, 1, d)  # four (n, d) @ (d, d) products: 4·n·d·(2d − 1)
         print(f"{n:>6}  {t_att * 1e3:>8.3f} ms  {att / t_att / 1e9:>8.2f}  {t_proj * 1e3:>8.3f} ms  "
               f"{att:>14,}  {prj:>12,}  {att / prj:>9.1f}x")
 
@@ -105,6 +94,7 @@ def main() -> None:
     print(f"Throughput goes from {rate[0] / 1e9:.1f} to {rate[-1] / 1e9:.1f} GFLOP/s across the range; "
           "a throughput that rises with n pulls the fitted exponent below 2, one that falls (cache misses) "
           "pushes it above. Few sizes make wide intervals: t_0.975 is 3.18 for 5 sizes, 4.30 for 4.")
+
 
 if __name__ == "__main__":
     main()

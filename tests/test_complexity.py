@@ -5,32 +5,45 @@
    and computes the right answer while doing so.
 2. The memory counts are checked against the ``nbytes`` of real arrays.
 3. The model table is checked against rows worked out by hand.
-4. The power-law fit recovers known exponents, and its t quantiles match
-   printed tables.
-5. A catalogue of bad inputs, each checked for its type and message.
+4. The projection counts are checked against a brute-force count of the four
+   products, the crossover against flop_counts, the KV cache against hand sums.
+5. The power-law fit recovers known exponents, and its t quantiles match
+   printed tables; the timing helpers limit BLAS threads and interleave.
+6. peak_memory measures known allocations.
+7. A catalogue of bad inputs, each checked for its type and message.
 """
 
 from __future__ import annotations
 
 import math
+import tracemalloc
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from threadpoolctl import threadpool_info
 
 from attnlib.complexity import (
     MODEL_CONFIGS,
     AttentionScaleTable,
     FlopCounts,
+    LayerCrossover,
     MemoryCounts,
     ModelConfig,
     PowerLawFit,
+    TimingComparison,
     attention_scale_table,
+    compare_times,
     fit_power_law,
     flop_counts,
+    kv_cache_bytes,
+    layer_crossover,
     memory_bytes,
+    peak_memory,
+    projection_flops,
     time_attention,
 )
 from attnlib.core import scaled_dot_product_attention
@@ -256,6 +269,111 @@ def test_scale_table_renders_one_line_per_model():
         t.row("GPT-5")
 
 
+# --------------------------------------------------------------------------- projections, crossover, KV cache
+def counted_matmul_flops(X: list[list[float]], W: list[list[float]]) -> tuple[list[list[float]], int]:
+    """``X @ W`` with explicit loops, counting one FLOP per multiply and per add."""
+    flops = 0
+    out = []
+    for row in X:
+        out_row = []
+        for j in range(len(W[0])):
+            acc = row[0] * W[0][j]
+            flops += 1
+            for i in range(1, len(row)):
+                acc += row[i] * W[i][j]
+                flops += 2
+            out_row.append(acc)
+        out.append(out_row)
+    return out, flops
+
+
+@pytest.mark.parametrize(
+    ("n", "d_model", "n_heads", "n_kv_heads", "d_head"),
+    [(1, 1, 1, 1, 1), (3, 4, 2, 1, 2), (5, 6, 4, 2, 3), (2, 8, 2, 2, 4), (4, 3, 3, 1, 5)],
+)
+def test_projection_flops_equal_a_brute_force_count(n, d_model, n_heads, n_kv_heads, d_head):
+    rng = np.random.default_rng(n + 10 * d_model)
+    X = rng.standard_normal((n, d_model))
+    W_Q = rng.standard_normal((d_model, n_heads * d_head))
+    W_K = rng.standard_normal((d_model, n_kv_heads * d_head))
+    W_V = rng.standard_normal((d_model, n_kv_heads * d_head))
+    W_O = rng.standard_normal((n_heads * d_head, d_model))
+    total = 0
+    for W in (W_Q, W_K, W_V):
+        out, flops = counted_matmul_flops(X.tolist(), W.tolist())
+        np.testing.assert_allclose(out, X @ W, rtol=1e-12)
+        total += flops
+    heads_out = rng.standard_normal((n, n_heads * d_head))  # the concatenated heads' outputs
+    out, flops = counted_matmul_flops(heads_out.tolist(), W_O.tolist())
+    np.testing.assert_allclose(out, heads_out @ W_O, rtol=1e-12)
+    total += flops
+    assert projection_flops(n, d_model, n_heads, n_kv_heads, d_head) == total
+
+
+@settings(max_examples=50, deadline=None, derandomize=True)
+@given(st.integers(1, 512), st.integers(1, 64), st.integers(1, 8), st.integers(1, 64))
+def test_projection_flops_are_linear_in_n(d_model, d_head, group, n_kv_heads):
+    n_heads = group * n_kv_heads
+    one = projection_flops(1, d_model, n_heads, n_kv_heads, d_head)
+    assert projection_flops(7, d_model, n_heads, n_kv_heads, d_head) == 7 * one
+    single_head = projection_flops(5, d_head, 1, 1, d_head)
+    assert single_head == 4 * 5 * d_head * (2 * d_head - 1)  # four (n, d) @ (d, d) products
+
+
+def brute_force_crossover(d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> int:
+    n = 1
+    while n_heads * flop_counts(n, n, d_head, d_head).flops < projection_flops(
+        n, d_model, n_heads, n_kv_heads, d_head
+    ):
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize(
+    ("d_model", "n_heads", "n_kv_heads", "d_head"),
+    [(64, 1, 1, 64), (1, 1, 1, 1), (8, 2, 1, 4), (768, 12, 12, 64), (96, 4, 2, 24), (40, 8, 8, 5)],
+)
+def test_layer_crossover_is_where_flop_counts_overtake_projection_flops(d_model, n_heads, n_kv_heads, d_head):
+    c = layer_crossover(d_model, n_heads, n_kv_heads, d_head)
+    assert isinstance(c, LayerCrossover)
+    assert c.exact == brute_force_crossover(d_model, n_heads, n_kv_heads, d_head)
+    n = c.exact
+    assert n_heads * flop_counts(n, n, d_head, d_head).flops >= projection_flops(
+        n, d_model, n_heads, n_kv_heads, d_head
+    )
+    if n > 1:
+        assert n_heads * flop_counts(n - 1, n - 1, d_head, d_head).flops < projection_flops(
+            n - 1, d_model, n_heads, n_kv_heads, d_head
+        )
+    assert c.leading == pytest.approx(d_model * (1 + n_kv_heads / n_heads))
+
+
+def test_layer_crossover_of_the_published_models():
+    for cfg in MODEL_CONFIGS:
+        c = layer_crossover(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head)
+        expected = 2 * cfg.d_model if cfg.n_kv_heads == cfg.n_heads else cfg.d_model * 9 / 8
+        assert c.leading == expected, cfg.name
+        assert 0.9 * c.leading < c.exact <= c.leading, cfg.name  # the softmax makes attention cross earlier
+        assert cfg.max_context < c.exact, cfg.name
+    head = layer_crossover(64, 1, 1, 64)
+    assert (head.leading, head.exact) == (128.0, 126)
+
+
+def test_kv_cache_bytes_hand_checked():
+    configs = {c.name: c for c in MODEL_CONFIGS}
+    gpt3 = configs["GPT-3 175B"]  # 96 layers, 96 KV heads of 128, context 2048
+    assert kv_cache_bytes(gpt3, 2048) == 2 * 96 * 96 * 128 * 2048 * 2 == 9 * 2**30
+    assert kv_cache_bytes(gpt3, 2048, dtype_bytes=4) == 18 * 2**30
+    llama = configs["LLaMA-2 70B"]  # 80 layers, 8 KV heads of 128, context 4096
+    assert kv_cache_bytes(llama, 4096) == 2 * 80 * 8 * 128 * 4096 * 2 == 5 * 2**28  # 1.25 GiB
+    assert kv_cache_bytes(replace(llama, n_kv_heads=64), 4096) == 10 * 2**30  # without GQA
+    assert kv_cache_bytes(llama, 1) == 2 * 80 * 8 * 128 * 2  # per token: 320 KiB
+    from attnlib.kvcache import decode_cost
+
+    kv = decode_cost(4096, llama.d_head, llama.d_head)  # the notebook's route
+    assert kv.cache_elements * llama.n_layers * llama.n_kv_heads * 2 == kv_cache_bytes(llama, 4096)
+
+
 # --------------------------------------------------------------------------- fits and timing
 @pytest.mark.parametrize(
     ("df", "t_975"),  # two-sided 95% Student quantiles from printed tables
@@ -319,6 +437,89 @@ def test_time_attention_returns_positive_medians_of_the_right_length():
     assert time_attention([4], 2, np.random.default_rng(1), repeats=1, dtype=np.float64).dtype == "float64"
 
 
+def _blas_threads() -> list[int]:
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_time_attention_limits_blas_threads_only_while_timing(monkeypatch):
+    import attnlib.complexity as cx
+
+    seen: list[list[int]] = []
+    real = cx.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        seen.append(_blas_threads())
+        return real(*args, **kwargs)
+
+    before = _blas_threads()
+    monkeypatch.setattr(cx, "scaled_dot_product_attention", spy)
+    time_attention([4, 8], 2, np.random.default_rng(0), repeats=2)
+    assert len(seen) == 2 * 3 and all(t == [1] * len(before) for t in seen)
+    seen.clear()
+    time_attention([4], 2, np.random.default_rng(0), repeats=1, threads=None)
+    assert seen == [before, before]
+    assert _blas_threads() == before
+
+
+def test_compare_times_returns_interleaved_medians_and_ratio():
+    calls: list[str] = []
+    candidates = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    result = compare_times(candidates, repeats=4)
+    assert isinstance(result, TimingComparison)
+    assert calls == ["a", "b", "c"] * 5  # one warm-up round, then 4 interleaved rounds
+    assert result.names == ("a", "b", "c") and result.repeats == 4 and result.threads == 1
+    assert set(result.medians) == set(result.times) == {"a", "b", "c"}
+    for name in result.names:
+        assert len(result.times[name]) == 4 and all(t >= 0 for t in result.times[name])
+        assert result.medians[name] == pytest.approx(float(np.median(result.times[name])), rel=1e-12)
+    assert result.ratio("a", "b") == result.medians["a"] / result.medians["b"]
+    assert result.ratio("c", "c") == 1.0
+    with pytest.raises(KeyError, match=r"no candidate 'd'; the candidates are \['a', 'b', 'c'\]"):
+        result.ratio("a", "d")
+    with pytest.raises(TypeError):
+        result.medians["a"] = 0.0  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        result.repeats = 1  # type: ignore[misc]
+
+
+def test_compare_times_sees_the_slower_candidate():
+    x = np.ones(10**5)
+    result = compare_times({"small": lambda: x[:10].sum(), "large": lambda: np.sort(x * 1.5)}, repeats=5)
+    assert result.ratio("large", "small") > 1
+
+
+def test_compare_times_limits_blas_threads():
+    before = _blas_threads()
+    seen: dict[str, list[list[int]]] = {"one": [], "as is": []}
+    limited = compare_times({"probe": lambda: seen["one"].append(_blas_threads())}, repeats=2, threads=1)
+    assert limited.threads == 1
+    assert seen["one"] == [[1] * len(before)] * 3  # warm-up and both rounds
+    compare_times({"probe": lambda: seen["as is"].append(_blas_threads())}, repeats=2, threads=None)
+    assert seen["as is"] == [before] * 3
+    assert _blas_threads() == before  # restored afterwards
+
+
+# --------------------------------------------------------------------------- peak memory
+def test_peak_memory_measures_a_known_allocation():
+    assert peak_memory(np.ones, 10**6) >= 8 * 10**6
+    assert peak_memory(np.ones, 10**6) < 8 * 10**6 + 64 * 1024
+    assert peak_memory(np.ones, (1000, 1000), dtype=np.float32) >= 4 * 10**6
+    assert peak_memory(lambda: None) < 1024
+    x = np.ones(10**6)
+    assert peak_memory(np.sum, x) < 64 * 1024  # the argument existed before the call: not counted
+    assert peak_memory(lambda: [np.ones(10**5) for _ in range(10)]) >= 10 * 8 * 10**5  # all alive at once
+    assert not tracemalloc.is_tracing()
+
+
+def test_peak_memory_leaves_running_tracing_on():
+    tracemalloc.start()
+    try:
+        assert peak_memory(np.ones, 10**5) >= 8 * 10**5
+        assert tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()
+
+
 # --------------------------------------------------------------------------- bad inputs
 rng0 = np.random.default_rng(0)
 
@@ -358,6 +559,27 @@ rng0 = np.random.default_rng(0)
         (lambda: time_attention([8], 0, rng0), ValueError, r"d must be positive; got 0"),
         (lambda: time_attention([8], 4, rng0, repeats=0), ValueError, r"repeats must be positive; got 0"),
         (lambda: time_attention([8], 4, rng0, dtype=np.int64), TypeError, r"dtype must be a floating dtype"),
+        (lambda: time_attention([8], 4, rng0, threads=0), ValueError,
+         r"threads must be a positive integer or None \(leave BLAS as is\); got 0"),
+        (lambda: time_attention([8], 4, rng0, threads=1.0), TypeError,
+         r"threads must be a positive integer or None; got float 1.0"),
+        (lambda: projection_flops(0, 8, 2, 1, 4), ValueError, r"n must be positive; got 0"),
+        (lambda: projection_flops(4, 8, 3, 2, 4), ValueError, r"n_heads=3 is not a multiple of n_kv_heads=2"),
+        (lambda: projection_flops(4, 8.0, 2, 1, 4), TypeError, r"d_model must be an integer; got float 8.0"),
+        (lambda: layer_crossover(8, 2, 1, 0), ValueError, r"d_head must be positive; got 0"),
+        (lambda: layer_crossover(8, 2, 4, 4), ValueError, r"n_heads=2 is not a multiple of n_kv_heads=4"),
+        (lambda: kv_cache_bytes("GPT-3", 2048), TypeError, r"config must be a ModelConfig.*got str"),
+        (lambda: kv_cache_bytes(MODEL_CONFIGS[0], 0), ValueError, r"n_tokens must be positive; got 0"),
+        (lambda: kv_cache_bytes(MODEL_CONFIGS[0], 8, dtype_bytes=-2), ValueError,
+         r"dtype_bytes must be positive; got -2"),
+        (lambda: compare_times([lambda: None]), TypeError, r"candidates must be a mapping.*got list"),
+        (lambda: compare_times({}), ValueError, r"candidates is empty"),
+        (lambda: compare_times({"a": 3}), TypeError, r"candidates\['a'\] must be callable; got int 3"),
+        (lambda: compare_times({1: print}), TypeError, r"candidate names must be strings; got int 1"),
+        (lambda: compare_times({"a": print}, repeats=0), ValueError, r"repeats must be positive; got 0"),
+        (lambda: compare_times({"a": print}, threads=-1), ValueError,
+         r"threads must be a positive integer or None.*got -1"),
+        (lambda: peak_memory(np.ones(3)), TypeError, r"fn must be callable; got ndarray"),
     ],
 )
 def test_bad_input_raises_a_message_naming_it(call, exc, match):

@@ -355,3 +355,12 @@ def test_figures_default_to_new_axes_with_sensible_size(cat_weights):
     width, height = ax.figure.get_size_inches()
     assert 3.0 <= width <= 12.0 and 2.5 <= height <= 10.0
     assert to_rgba(ax.figure.get_facecolor()) == to_rgba("white")
+
+
+def test_bars_highlight_on_shared_axes():
+    # A shared x axis hides the upper panel's tick labels; highlighting must still work there.
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True)
+    bars([0.2, 0.5, 0.3], labels=["a", "b", "c"], ax=top, highlight=1)
+    ax = bars([0.2, 0.5, 0.3], labels=["a", "b", "c"], ax=bottom, highlight="b")
+    assert ax.get_xticklabels()[1].get_fontweight() == "bold"
+    plt.close(fig)
