@@ -60,6 +60,7 @@ execute: venv
 	$(BIN)/python -c "import glob, nbformat as nbf; \
 		nbs = {p: nbf.read(p, 4) for p in glob.glob('book/*.ipynb')}; \
 		[c.metadata.pop('execution', None) for nb in nbs.values() for c in nb.cells]; \
+		[nb.metadata.pop('widgets', None) for nb in nbs.values()]; \
 		[nbf.write(nb, p) for p, nb in nbs.items()]"
 
 bench: venv

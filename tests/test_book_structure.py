@@ -115,3 +115,9 @@ def test_every_glue_reference_is_glued(path: Path) -> None:
     for _, src, _ in _code_cells(nb):
         glued |= set(re.findall(r"glue\(\s*[\"']([\w]+)[\"']", src))
     assert referenced <= glued, f"{path.name}: referenced but never glued: {sorted(referenced - glued)}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_saved_widget_state(path: Path) -> None:
+    # Saved widget state is dead weight in the static book (no kernel); `make execute` strips it.
+    assert "widgets" not in _load(path).get("metadata", {}), f"{path.name} stores widget state"

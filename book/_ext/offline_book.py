@@ -29,12 +29,18 @@ logger = logging.getLogger(__name__)
 PLOTLY_JS = "plotly/plotly.min.js"  # under the build's _static/
 PLOTLY_MARK = 'class="plotly-graph-div"'
 MIME_PLUGIN = "MystNbPlotlyMime"
+WIDGET_STATE_MIMETYPE = "application/vnd.jupyter.widget-state+json"
 
 
 def _is_thebe(script: Any) -> bool:
     body = getattr(script, "attributes", {}).get("body", "") or ""
     filename = str(getattr(script, "filename", "") or script)
     return "THEBE_JS_URL" in body or filename.endswith("sphinx-thebe.js")
+
+
+def _is_widget_state(script: Any) -> bool:
+    # Saved widget state: inert without a kernel (the static book shows notes instead of widgets).
+    return getattr(script, "attributes", {}).get("type", "") == WIDGET_STATE_MIMETYPE
 
 
 def _plotly_source() -> Path:
@@ -48,7 +54,7 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
     if scripts:
         # In place: Sphinx restores this list before the next page, and per-page
         # scripts added below must land in the same list.
-        scripts[:] = [s for s in scripts if not _is_thebe(s)]
+        scripts[:] = [s for s in scripts if not (_is_thebe(s) or _is_widget_state(s))]
     if PLOTLY_MARK in (context.get("body") or ""):
         target = Path(app.outdir) / "_static" / PLOTLY_JS
         if not target.is_file():  # copied before the page is written, so Sphinx adds ?v=checksum
@@ -74,6 +80,7 @@ def _check_mime_plugin(app: Sphinx) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("html-page-context", _page_context)
+    # After myst-nb's own html-page-context handler (priority 500), which adds the widget state.
+    app.connect("html-page-context", _page_context, priority=900)
     app.connect("builder-inited", _check_mime_plugin)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
