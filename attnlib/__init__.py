@@ -5,6 +5,7 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.core` – ``softmax``, ``scaled_dot_product_attention``, masks
 * :mod:`attnlib.trace` – every intermediate of one attention call, explained
 * :mod:`attnlib.examples` – the book's fixed examples as data
+* :mod:`attnlib.features` – hand-built, named query/key features for a sentence
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
 * :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
 * :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
@@ -13,10 +14,11 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
 """
 
-from attnlib import complexity, core, examples, grad, kvcache, plots, stats, tiled, trace
+from attnlib import complexity, core, examples, features, grad, kvcache, plots, stats, tiled, trace
 from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
+from attnlib.features import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
 from attnlib.kvcache import *  # noqa: F403
 from attnlib.plots import *  # noqa: F403
@@ -28,6 +30,7 @@ __all__ = [
     *core.__all__,
     *trace.__all__,
     *examples.__all__,
+    *features.__all__,
     *stats.__all__,
     *grad.__all__,
     *complexity.__all__,

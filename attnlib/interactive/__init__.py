@@ -9,13 +9,16 @@ plotly.min.js itself on pages that show such a figure.
   (deterministic HTML plus Plotly's mimetype for JupyterLab)
 * :mod:`attnlib.interactive.trace_explorers` – :func:`pipeline_stepper` and
   :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`
+* :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word
+  explorer of chapter 2
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
   (:func:`explore`, :func:`scaling_explorer`); the static book shows a note instead
 """
 
-from attnlib.interactive import _render, live, trace_explorers
+from attnlib.interactive import _render, live, qkv_explorers, trace_explorers
 from attnlib.interactive._render import *  # noqa: F403
 from attnlib.interactive.live import *  # noqa: F403
+from attnlib.interactive.qkv_explorers import *  # noqa: F403
 from attnlib.interactive.trace_explorers import *  # noqa: F403
 
-__all__ = [*_render.__all__, *trace_explorers.__all__, *live.__all__]
+__all__ = [*_render.__all__, *trace_explorers.__all__, *live.__all__, *qkv_explorers.__all__]

@@ -1,0 +1,457 @@
+"""Explorers for the chapter on queries, keys and values, static-HTML safe.
+
+As in :mod:`attnlib.interactive.trace_explorers`, every state is computed here
+in Python (by attnlib); the browser only switches between them with Plotly
+buttons and sliders.
+
+* :func:`qkv_stepper` – a two-token example such as "Cat sits" from its
+  embeddings ``X`` and projections ``W_Q, W_K, W_V`` to its output, in five
+  phases, each with its matrices as tables and its arithmetic written out.
+* :func:`word_explorer` – choose a word of a sentence and see its attention
+  weights over the sentence as bars, with what its query looks for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnlib.examples import Example
+from attnlib.interactive._render import StaticFigure
+from attnlib.interactive.trace_explorers import _as_annotation_text, explain_blocks
+from attnlib.plots import PALETTE
+from attnlib.trace import AttentionTrace, trace_attention
+
+__all__ = ["PHASES", "qkv_phases", "qkv_stepper", "word_explorer", "word_notes"]
+
+#: The phases of :func:`qkv_stepper`: (slider label, title).
+PHASES: tuple[tuple[str, str], ...] = (
+    ("1 inputs", "Phase 1: the embeddings X and the projections W_Q, W_K, W_V"),
+    ("2 Q, K, V", "Phase 2: Q = X W_Q, K = X W_K, V = X W_V"),
+    ("3 scores", "Phase 3: raw scores S = Q Kᵀ"),
+    ("4 scaled", "Phase 4: scaled scores S / √d_k"),
+    ("5 weights, output", "Phase 5: weights = softmax of each scaled row; output = weights · V"),
+)
+_SLOTS = 4  # table traces; a phase shows up to four matrices side by side
+_MONO = "Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
+_TEXT = "#222222"  # on the figure's light card, in light and dark mode alike
+_GRID = "#e3e3e3"
+_HEAD_FILL = "#e8eef6"
+_CELL_FILL = "#ffffff"
+_LABEL_FILL = "#f4f4f4"
+
+
+def _num(x: float) -> str:
+    """An entry as a reader writes it: ``1.0``, ``0.5``, ``1.4142``; never ``-0.0``."""
+    x = float(x)
+    if x == 0.0:
+        return "0.0"
+    if round(x, 1) == x:
+        return f"{x:.1f}"
+    return f"{x:.4f}"
+
+
+def _matrix(
+    name: str, M: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, computed: bool = False
+) -> dict[str, Any]:
+    """One table slot: the name in the corner, column labels in the header, row labels first.
+
+    Inputs print as a reader writes them (``1.0``); ``computed`` stages with four decimals.
+    """
+    fmt = (lambda v: f"{float(v):.4f}") if computed else _num
+    header = [f"<b>{name}</b>", *cols]
+    cells = [list(rows)] + [[fmt(M[r, c]) for r in range(M.shape[0])] for c in range(M.shape[1])]
+    return {"name": name, "header": header, "cells": cells, "matrix": np.array(M, dtype=float)}
+
+
+def _check_example(example: Any) -> Example:
+    if not isinstance(example, Example):
+        raise TypeError(f"example must be an attnlib.examples.Example; got {type(example).__name__}")
+    missing = [n for n in ("X", "W_Q", "W_K", "W_V") if getattr(example, n) is None]
+    if missing:
+        raise ValueError(
+            f"example {example.name!r} has no {', '.join(missing)}: qkv_stepper needs the embeddings X and "
+            "the three projections (e.g. attnlib.examples.cat_sits())"
+        )
+    return example
+
+
+def _row_times(x: np.ndarray, W: np.ndarray) -> str:
+    """``1.0×[1.0, 0.0] + 0.0×[0.0, 1.0] + ...``: a row of X mixes the rows of W."""
+    return " + ".join(f"{_num(a)}×[{', '.join(_num(v) for v in W[f])}]" for f, a in enumerate(x))
+
+
+def qkv_phases(example: Example) -> list[dict[str, Any]]:
+    """Every state of :func:`qkv_stepper`: per phase, its matrices and its arithmetic.
+
+    Q, K and V are computed as ``X @ W``; scores, scaled scores, weights and
+    output come from :func:`attnlib.trace.trace_attention` on them, and the
+    arithmetic of phases 3 to 5 is the text of :meth:`AttentionTrace.explain`.
+
+    Parameters
+    ----------
+    example : Example
+        With ``X``, ``W_Q``, ``W_K`` and ``W_V`` (e.g. :func:`attnlib.examples.cat_sits`).
+
+    Returns
+    -------
+    list of dict, one per phase of :data:`PHASES`
+        ``"title"``; ``"matrices"``: list of ``{"name", "header", "cells",
+        "matrix"}`` (at most four; ``cells`` column by column, row labels
+        first); ``"notes"``: two lists of lines, left and right.
+
+    Raises
+    ------
+    TypeError
+        ``example`` is not an Example.
+    ValueError
+        ``example`` has no ``X`` or no projection matrices.
+
+    Examples
+    --------
+    >>> from attnlib.examples import cat_sits
+    >>> phases = qkv_phases(cat_sits())
+    >>> [m["name"] for m in phases[2]["matrices"]]
+    ['Q', 'Kᵀ', 'S']
+    >>> phases[2]["matrices"][2]["matrix"].tolist()
+    [[2.0, 1.0], [1.0, 1.0]]
+    """
+    ex = _check_example(example)
+    X, W_Q, W_K, W_V = (np.asarray(m, dtype=float) for m in (ex.X, ex.W_Q, ex.W_K, ex.W_V))
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # (n, d_model) @ (d_model, d) -> (n, d)
+    tr = trace_attention(Q, K, V, tokens=ex.tokens)
+    toks = list(tr.tokens)
+    feats = [f"f{c}" for c in range(X.shape[1])]
+    dk = [f"d{c}" for c in range(Q.shape[1])]
+    dv = [f"d{c}" for c in range(V.shape[1])]
+    blocks = [explain_blocks(tr, i) for i in range(tr.n_q)]
+
+    def explain_lines(i: int, keys: Sequence[str]) -> list[str]:
+        lines = [f"query {toks[i]}:"]
+        for key in keys:
+            for line in blocks[i].get(key, [])[1:]:
+                if line.startswith("  (attnlib subtracts"):  # a note on overflow, not arithmetic
+                    break
+                lines.append(line)
+        return lines
+
+    d_model, d_k = X.shape[1], Q.shape[1]
+    phase1_left = [
+        f"X: {tr.n_q} tokens × {d_model} features, one row per token",
+        *(f"  x[{t}] = [{', '.join(_num(v) for v in X[i])}]" for i, t in enumerate(toks)),
+    ]
+    phase1_right = [
+        f"W_Q, W_K: {d_model} × {d_k}, W_V: {d_model} × {V.shape[1]}",
+        "row f = embedding feature f,",
+        "column c = output coordinate c",
+    ]
+    phase2: list[list[str]] = [["each row of Q, K, V: the token's features mixing the rows of W"], []]
+    for i, t in enumerate(toks):
+        for label, W, R in (("q", W_Q, Q), ("k", W_K, K), ("v", W_V, V)):
+            phase2[0].append(
+                f"  {label}[{t}] = x[{t}] W_{label.upper()} = {_row_times(X[i], W)}"
+                f" = [{', '.join(_num(v) for v in R[i])}]"
+            )
+    left_right = lambda keys: [explain_lines(0, keys), explain_lines(1, keys) if tr.n_q > 1 else []]  # noqa: E731
+    return [
+        {"title": PHASES[0][1], "notes": [phase1_left, phase1_right], "matrices": [
+            _matrix("X", X, toks, feats), _matrix("W_Q", W_Q, feats, dk),
+            _matrix("W_K", W_K, feats, dk), _matrix("W_V", W_V, feats, dv)]},
+        {"title": PHASES[1][1], "notes": phase2, "matrices": [
+            _matrix("Q", Q, toks, dk), _matrix("K", K, toks, dk), _matrix("V", V, toks, dv)]},
+        {"title": PHASES[2][1], "notes": left_right(("2",)), "matrices": [
+            _matrix("Q", Q, toks, dk), _matrix("Kᵀ", K.T, dk, toks),
+            _matrix("S", tr.scores, toks, toks)]},
+        {"title": PHASES[3][1], "notes": left_right(("3",)), "matrices": [
+            _matrix("S", tr.scores, toks, toks),
+            _matrix(f"S / √{d_k}", tr.scaled_scores, toks, toks, computed=True)]},
+        {"title": PHASES[4][1], "notes": left_right(("4", "5", "6", "7")), "matrices": [
+            _matrix("weights", tr.weights, toks, toks, computed=True), _matrix("V", V, toks, dv),
+            _matrix("output", tr.output, toks, dv, computed=True)]},
+    ]
+
+
+def _notes_text(notes: list[list[str]]) -> str:
+    """The two groups of lines of a phase, one under the other, as annotation text."""
+    lines = notes[0] + ([""] + notes[1] if notes[1] else [])
+    return _as_annotation_text(lines)
+
+
+def _slot_domain(k: int) -> dict[str, list[float]]:
+    w = 1.0 / _SLOTS
+    return {"x": [k * w + 0.012, (k + 1) * w - 0.012], "y": [0.74, 0.95]}
+
+
+def _slot_values(matrices: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[bool]]:
+    headers, cells, visible = [], [], []
+    for k in range(_SLOTS):
+        if k < len(matrices):
+            headers.append(matrices[k]["header"])
+            cells.append(matrices[k]["cells"])
+            visible.append(True)
+        else:
+            headers.append([""])
+            cells.append([[""]])
+            visible.append(False)
+    return headers, cells, visible
+
+
+def qkv_stepper(example: Example, *, div_id: str = "qkv-stepper") -> StaticFigure:
+    """Step through attention from the embeddings and projections to the output, in five phases.
+
+    A slider chooses the phase of :data:`PHASES`: (1) ``X``, ``W_Q``,
+    ``W_K``, ``W_V``; (2) ``Q, K, V = XW``; (3) the raw scores ``QKᵀ``;
+    (4) the scaled scores; (5) the weights and the output. Each phase shows
+    its matrices as tables, and under them its arithmetic written out for
+    each token. All states come from :func:`qkv_phases`.
+
+    Parameters
+    ----------
+    example : Example
+        With ``X`` and the three projections, e.g. :func:`attnlib.examples.cat_sits`.
+    div_id : str
+        Fixed id of the figure's ``<div>``.
+
+    Returns
+    -------
+    StaticFigure
+        ``fig.data`` holds four table traces (slots); ``fig.layout.sliders[0].steps[p]``
+        sets phase ``p``: its ``args[0]["cells.values"][k]`` is slot ``k``'s table,
+        column by column with the row labels first, and ``args[1]["title.text"]``
+        the phase's title, and ``args[1]["annotations[0].text"]`` its arithmetic
+        (token by token, one under the other).
+
+    Raises
+    ------
+    TypeError
+        ``example`` is not an Example.
+    ValueError
+        ``example`` has no ``X`` or projections, or ``div_id`` is not a valid id.
+
+    Examples
+    --------
+    >>> from attnlib.examples import cat_sits
+    >>> sf = qkv_stepper(cat_sits())
+    >>> len(sf.fig.data), len(sf.fig.layout.sliders[0].steps)
+    (4, 5)
+    """
+    phases = qkv_phases(example)
+    first_h, first_c, first_v = _slot_values(phases[0]["matrices"])
+    fig = go.Figure()
+    for k in range(_SLOTS):
+        fig.add_trace(go.Table(
+            domain=_slot_domain(k), visible=first_v[k], columnwidth=[1.1] + [1.0] * 3,
+            header={"values": first_h[k], "fill": {"color": _HEAD_FILL}, "align": "center",
+                    "font": {"color": _TEXT, "size": 13, "family": _MONO}, "line": {"color": "#b0b0b0"},
+                    "height": 28},
+            cells={"values": first_c[k], "fill": {"color": [_LABEL_FILL, _CELL_FILL]}, "align": "center",
+                   "font": {"color": _TEXT, "size": 13, "family": _MONO}, "line": {"color": "#b0b0b0"},
+                   "height": 26},
+        ))
+
+    steps = []
+    for (label, _), ph in zip(PHASES, phases, strict=True):
+        headers, cells, visible = _slot_values(ph["matrices"])
+        steps.append({
+            "label": label,
+            "method": "update",
+            "args": [
+                {"header.values": headers, "cells.values": cells, "visible": visible},
+                {"title.text": ph["title"], "annotations[0].text": _notes_text(ph["notes"])},
+            ],
+        })
+
+    notes = [
+        {"text": _notes_text(phases[0]["notes"]), "xref": "paper", "yref": "paper", "x": 0.012, "y": 0.5,
+         "xanchor": "left", "yanchor": "top", "align": "left", "showarrow": False,
+         "font": {"family": _MONO, "size": 12, "color": _TEXT}}
+    ]
+    fig.update_layout(
+        height=720,
+        margin={"l": 20, "r": 20, "t": 50, "b": 10},
+        paper_bgcolor="#ffffff",
+        plot_bgcolor="#ffffff",
+        font={"color": _TEXT, "size": 13},
+        title={"text": phases[0]["title"], "x": 0.012, "xanchor": "left", "y": 0.985, "yanchor": "top"},
+        annotations=notes,
+        sliders=[{
+            "steps": steps, "active": 0, "x": 0.03, "len": 0.9, "y": 0.735, "yanchor": "top",
+            "currentvalue": {"prefix": "phase ", "font": {"color": _TEXT}},
+            "pad": {"t": 10, "b": 0}, "font": {"color": _TEXT}, "bgcolor": "#f2f2f2",
+            "activebgcolor": PALETTE["orange"], "bordercolor": "#999999", "tickcolor": "#999999",
+        }],
+    )
+    names = "; ".join(f"phase {i + 1}: " + ", ".join(m["name"] for m in ph["matrices"])
+                      for i, ph in enumerate(phases))
+    return StaticFigure(
+        fig, div_id=div_id,
+        caption=(
+            f"\"{example.name}\" from embeddings to output. Move the slider through the five phases: "
+            "the tables show that phase's matrices, the text under them its arithmetic, token by token."
+        ),
+        alt=(
+            f"An interactive set of matrix tables for the {len(example.tokens)} tokens "
+            f"{', '.join(example.tokens)}, with a slider over five phases ({names}) and the arithmetic "
+            "of each phase written out below as text."
+        ),
+    )
+
+
+def _check_trace(trace: Any) -> AttentionTrace:
+    if not isinstance(trace, AttentionTrace):
+        raise TypeError(f"trace must be an AttentionTrace (see trace_attention); got {type(trace).__name__}")
+    return trace
+
+
+def word_notes(trace: AttentionTrace, feature_names: Sequence[str] | None = None) -> list[list[str]]:
+    """Per query: what it looks for, and its largest weight with that score's terms.
+
+    Lines for query ``i``: the nonzero features of ``Q[i]`` by name, then
+    the key with the largest weight, its score ``q·k`` as a sum of
+    ``wanted × offered`` over the features both have, and its weight.
+
+    Examples
+    --------
+    >>> from attnlib.features import animal_street
+    >>> f = animal_street()
+    >>> tr = trace_attention(f.Q, f.K, f.V, tokens=f.tokens)
+    >>> word_notes(tr, f.feature_names)[7][0]
+    'it looks for: noun 2.0, animate 6.0, state 1.5'
+    """
+    tr = _check_trace(trace)
+    names = list(feature_names) if feature_names is not None else [f"d{t}" for t in range(tr.d_k)]
+    if len(names) != tr.d_k:
+        raise ValueError(f"feature_names has {len(names)} names but the trace has d_k={tr.d_k}")
+    out = []
+    for i, tok in enumerate(tr.tokens):
+        wanted = ", ".join(f"{names[t]} {_num(tr.Q[i, t])}" for t in range(tr.d_k) if tr.Q[i, t] != 0)
+        j = int(np.argmax(tr.weights[i]))
+        terms = [f"{_num(tr.Q[i, t])}×{_num(tr.K[j, t])} ({names[t]})"
+                 for t in range(tr.d_k) if tr.Q[i, t] != 0 and tr.K[j, t] != 0]
+        out.append([
+            f"{tok} looks for: {wanted or 'nothing'}",
+            f"largest weight: {tr.key_tokens[j]}, {tr.weights[i, j]:.4f}",
+            f"  q·k[{tr.key_tokens[j]}] = {' + '.join(terms) or '0'} = {_num(tr.scores[i, j])}",
+            f"  scaled: {_num(tr.scores[i, j])} / √{tr.d_k} = {tr.scaled_scores[i, j]:.4f}",
+        ])
+    return out
+
+
+def word_explorer(
+    trace: AttentionTrace,
+    *,
+    feature_names: Sequence[str] | None = None,
+    div_id: str = "word-explorer",
+) -> StaticFigure:
+    """Click a word of the sentence: its attention weights over every word, as bars.
+
+    One button per token chooses the query; the bars are that query's row of
+    ``trace.weights`` (computed by :func:`attnlib.core.scaled_dot_product_attention`
+    inside :func:`attnlib.trace.trace_attention`), the chosen word's own bar in
+    orange. The text under the bars says what the query looks for and writes
+    out the score of its largest weight (see :func:`word_notes`).
+
+    Parameters
+    ----------
+    trace : AttentionTrace
+        Self-attention over one sentence (``tokens`` label queries and keys).
+    feature_names : sequence of str, length d_k, optional
+        Names of the query/key dimensions, used in the text; default ``d0, d1, ...``.
+    div_id : str
+        Fixed id of the figure's ``<div>``.
+
+    Returns
+    -------
+    StaticFigure
+        ``fig.data[i]`` is the bar trace of query ``i`` (``y = trace.weights[i]``,
+        ``x = 0..n_k-1`` with the tokens as tick labels); only the chosen one is
+        visible. ``fig.layout.updatemenus[0].buttons[i]`` selects query ``i``,
+        and ``fig.layout.annotations[i]`` is its text.
+
+    Raises
+    ------
+    TypeError
+        ``trace`` is not an AttentionTrace.
+    ValueError
+        ``feature_names`` has the wrong length, or ``div_id`` is not a valid id.
+
+    Examples
+    --------
+    >>> from attnlib.features import animal_street
+    >>> f = animal_street()
+    >>> sf = word_explorer(trace_attention(f.Q, f.K, f.V, tokens=f.tokens), feature_names=f.feature_names)
+    >>> len(sf.fig.data), len(sf.fig.layout.updatemenus[0].buttons)
+    (11, 11)
+    """
+    tr = _check_trace(trace)
+    notes_lines = word_notes(tr, feature_names)
+    n_q, n_k = tr.n_q, tr.n_k
+    x = list(range(n_k))
+    start = 0
+    top = float(np.max(tr.weights))
+    fig = go.Figure()
+    for i, tok in enumerate(tr.tokens):
+        colours = [PALETTE["orange"] if (n_q == n_k and j == i) else PALETTE["blue"] for j in range(n_k)]
+        fig.add_trace(go.Bar(
+            x=x, y=[float(w) for w in tr.weights[i]], name=f"query {tok}", visible=i == start,
+            text=[f"{float(w):.2f}" for w in tr.weights[i]], textposition="outside", cliponaxis=False,
+            textfont={"color": _TEXT}, marker={"color": colours},
+            customdata=list(tr.key_tokens),
+            hovertemplate=f"query {tok} → key %{{customdata}}<br>weight %{{y:.4f}}<extra></extra>",
+        ))
+    buttons = [
+        {
+            "label": tok,
+            "method": "update",
+            "args": [
+                {"visible": [k == i for k in range(n_q)]},
+                {**{f"annotations[{k}].visible": k == i for k in range(n_q)},
+                 "title.text": f"attention of “{tok}” over the sentence"},
+            ],
+        }
+        for i, tok in enumerate(tr.tokens)
+    ]
+    annotations = [
+        {"text": _as_annotation_text(lines), "visible": i == start, "xref": "paper", "yref": "paper",
+         "x": 0.0, "y": 0.22, "xanchor": "left", "yanchor": "top", "align": "left", "showarrow": False,
+         "font": {"family": _MONO, "size": 12, "color": _TEXT}}
+        for i, lines in enumerate(notes_lines)
+    ]
+    fig.update_layout(
+        height=540,
+        margin={"l": 60, "r": 20, "t": 100, "b": 10},
+        paper_bgcolor="#ffffff",
+        plot_bgcolor="#ffffff",
+        font={"color": _TEXT, "size": 13},
+        title={"text": f"attention of “{tr.tokens[start]}” over the sentence", "x": 0.0, "xanchor": "left",
+               "y": 0.98, "yanchor": "top"},
+        showlegend=False,
+        xaxis={"tickvals": x, "ticktext": list(tr.key_tokens), "title": {"text": "key (every word)"},
+               "fixedrange": True, "range": [-0.6, n_k - 0.4]},
+        yaxis={"domain": [0.42, 1.0], "range": [0.0, min(1.0, top * 1.2) if math.isfinite(top) else 1.0],
+               "title": {"text": "weight"}, "gridcolor": _GRID, "zerolinecolor": "#888888",
+               "fixedrange": True},
+        annotations=annotations,
+        updatemenus=[{
+            "type": "buttons", "direction": "right", "buttons": buttons, "active": start,
+            "showactive": True, "x": -0.07, "y": 1.13, "xanchor": "left", "yanchor": "middle",
+            "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
+            "font": {"color": _TEXT, "size": 12},
+        }],
+    )
+    return StaticFigure(
+        fig, div_id=div_id,
+        caption=(
+            "Click a word of the sentence to make it the query: the bars are its attention weights over "
+            "every word (its own bar in orange), and the text says what its query looks for."
+        ),
+        alt=(
+            f"An interactive bar chart over the {n_k} words {' '.join(tr.key_tokens)}: one button per word "
+            f"chooses the query, and the bars show that word's {n_k} attention weights, which add up to 1; "
+            "text below names the features its query looks for and its largest weight."
+        ),
+    )

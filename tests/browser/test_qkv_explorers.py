@@ -1,0 +1,158 @@
+"""The explorers of chapter 2 (queries, keys and values), operated in headless Chromium.
+
+Expected values come from attnlib, never from the page:
+* clicking "it" in the click-a-word explorer shows the row of "it", whose largest bar is "animal";
+  clicking another word shows that word's row instead;
+* the slider of the "Cat sits" stepper switches the phase: its title and its tables change to the
+  next phase's matrices;
+* while doing so, no console error, no uncaught exception and no request to another host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+from test_pages import TIMEOUT_MS, PageLog
+
+from attnlib.examples import cat_sits
+from attnlib.features import animal_street
+from attnlib.interactive.qkv_explorers import PHASES
+from attnlib.trace import trace_attention
+
+PAGE = "book/02_qkv.html"
+WORDS = "qkv-word-explorer"
+STEPPER = "qkv-cat-sits-stepper"
+
+_RENDERED_JS = """
+ids => ids.every(id => { const gd = document.getElementById(id);
+  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
+"""
+_BARS_JS = """
+id => { const gd = document.getElementById(id);
+  return { visible: gd.data.map(t => t.visible !== false), y: gd.data.map(t => Array.from(t.y)),
+           title: gd.layout.title.text,
+           bars: Array.from(gd.querySelectorAll('.barlayer .trace'))
+                      .filter(t => getComputedStyle(t).opacity !== '0' && t.querySelectorAll('path').length)
+                      .length,
+           shown: Array.from(gd.querySelectorAll('.annotation-text'))
+                       .filter(e => e.closest('.annotation').style.display !== 'none')
+                       .map(e => e.textContent) }; }
+"""
+_TABLES_JS = """
+id => { const gd = document.getElementById(id);
+  return { title: gd.layout.title.text,
+           visible: gd.data.map(t => t.visible !== false),
+           headers: gd.data.map(t => Array.from(t.header.values)),
+           cells: gd.data.map(t => t.cells.values.map(c => Array.from(c))),
+           svgTitle: gd.querySelector('.gtitle').textContent }; }
+"""
+
+
+@pytest.fixture(scope="module")
+def tr_words() -> Any:
+    f = animal_street()
+    return trace_attention(f.Q, f.K, f.V, tokens=f.tokens)
+
+
+@pytest.fixture(scope="module")
+def tr_cs() -> Any:
+    ex = cat_sits()
+    return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+
+
+@pytest.fixture
+def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
+    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
+    log = PageLog(urlsplit(base_url).netloc)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    log.attach(context, page)
+    page.goto(f"{base_url}/{PAGE}", wait_until="load")
+    page.wait_for_function(_RENDERED_JS, arg=[WORDS, STEPPER])
+    try:
+        yield page, log
+    finally:
+        context.close()
+
+
+def _assert_clean(log: PageLog) -> None:
+    assert not log.external(), f"requests to other hosts: {log.external()}"
+    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
+    assert not log.console_errors, f"console errors: {log.console_errors}"
+
+
+def _matrix(cells: list[list[str]]) -> np.ndarray:
+    return np.array([[float(v) for v in col] for col in cells[1:]]).T
+
+
+def test_clicking_it_shows_its_row_with_the_most_on_animal(
+    chapter: tuple[Any, PageLog], tr_words: Any
+) -> None:
+    page, log = chapter
+    page.locator(f"#{WORDS}").scroll_into_view_if_needed()
+    tokens = list(tr_words.tokens)
+    assert page.locator(f"#{WORDS} .updatemenu-button").count() == len(tokens)
+    start = page.evaluate(_BARS_JS, WORDS)
+    assert start["visible"] == [k == 0 for k in range(len(tokens))]
+
+    it, animal = tokens.index("it"), tokens.index("animal")
+    page.locator(f"#{WORDS} .updatemenu-button").nth(it).click()
+    page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
+                           arg=[WORDS, it])
+    state = page.evaluate(_BARS_JS, WORDS)
+    assert state["visible"] == [k == it for k in range(len(tokens))]
+    np.testing.assert_allclose(state["y"][it], tr_words.weights[it], rtol=0, atol=1e-15)
+    assert int(np.argmax(state["y"][it])) == animal
+    assert "“it”" in state["title"] and state["bars"] == 1
+    shown = " ".join(state["shown"]).replace("\u00a0", " ")
+    assert "it looks for: noun 2.0, animate 6.0, state 1.5" in shown
+    assert f"largest weight: animal, {tr_words.weights[it, animal]:.4f}" in shown
+
+    tired = tokens.index("tired")
+    page.locator(f"#{WORDS} .updatemenu-button").nth(tired).click()
+    page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
+                           arg=[WORDS, tired])
+    after = page.evaluate(_BARS_JS, WORDS)
+    assert after["visible"] == [k == tired for k in range(len(tokens))]
+    np.testing.assert_allclose(after["y"][tired], tr_words.weights[tired], rtol=0, atol=1e-15)
+    assert not np.allclose(after["y"][tired], state["y"][it]), "another word must change the bars"
+    assert "“tired”" in after["title"]
+    assert any("tired looks for" in t.replace("\u00a0", " ") for t in after["shown"])
+    _assert_clean(log)
+
+
+def test_slider_switches_the_phase_of_the_stepper(chapter: tuple[Any, PageLog], tr_cs: Any) -> None:
+    page, log = chapter
+    ex = cat_sits()
+    page.locator(f"#{STEPPER}").scroll_into_view_if_needed()
+    assert page.locator(f"#{STEPPER} .slider-label-group").count() == len(PHASES)
+    start = page.evaluate(_TABLES_JS, STEPPER)
+    assert start["title"] == PHASES[0][1] and start["svgTitle"] == PHASES[0][1]
+    np.testing.assert_array_equal(_matrix(start["cells"][0]), ex.X)
+    assert start["visible"] == [True, True, True, True]
+
+    # the slider's labels sit under its touch area, which takes the click: force it through
+    page.locator(f"#{STEPPER} .slider-label-group").nth(1).click(force=True)  # phase 2: Q, K, V
+    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('Phase 2')",
+                           arg=STEPPER)
+    state = page.evaluate(_TABLES_JS, STEPPER)
+    assert state["svgTitle"] == PHASES[1][1]
+    assert state["visible"] == [True, True, True, False]
+    assert [h[0] for h in state["headers"][:3]] == ["<b>Q</b>", "<b>K</b>", "<b>V</b>"]
+    for k, M in enumerate((ex.Q, ex.K, ex.V)):
+        np.testing.assert_array_equal(_matrix(state["cells"][k]), M)
+
+    page.locator(f"#{STEPPER} .slider-label-group").nth(4).click(force=True)  # phase 5
+    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('Phase 5')",
+                           arg=STEPPER)
+    state = page.evaluate(_TABLES_JS, STEPPER)
+    np.testing.assert_allclose(_matrix(state["cells"][0]), tr_cs.weights, atol=5e-5, rtol=0)
+    np.testing.assert_allclose(_matrix(state["cells"][2]), tr_cs.output, atol=5e-5, rtol=0)
+    text = page.locator(f"#{STEPPER} .annotation-text").first.text_content().replace("\u00a0", " ")
+    assert f"w[Cat]  = 4.1133 / 6.1414 = {tr_cs.weights[0, 0]:.4f}" in text
+    _assert_clean(log)

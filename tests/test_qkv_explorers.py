@@ -1,0 +1,186 @@
+"""attnlib.features and attnlib.interactive.qkv_explorers: every state equals attnlib's computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlib.core import scaled_dot_product_attention
+from attnlib.examples import cat_sat_on_mat, cat_sits
+from attnlib.features import HandFeatures, animal_street
+from attnlib.interactive.qkv_explorers import PHASES, qkv_phases, qkv_stepper, word_explorer, word_notes
+from attnlib.interactive.trace_explorers import explain_blocks
+from attnlib.trace import trace_attention
+
+SENTENCE = ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired")
+
+
+@pytest.fixture(scope="module")
+def words() -> HandFeatures:
+    return animal_street()
+
+
+@pytest.fixture(scope="module")
+def tr_words(words: HandFeatures):
+    return trace_attention(words.Q, words.K, words.V, tokens=words.tokens)
+
+
+@pytest.fixture(scope="module")
+def tr_cs():
+    ex = cat_sits()
+    return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+
+
+# -- the hand-built features ---------------------------------------------------------------------
+def test_features_are_documented_one_name_per_dimension(words: HandFeatures) -> None:
+    assert words.tokens == SENTENCE
+    assert len(words.feature_names) == len(words.feature_notes) == words.d_k == words.Q.shape[1] == 7
+    assert words.Q.shape == words.K.shape == words.V.shape == (11, 7)
+    assert len(set(words.feature_names)) == words.d_k, "feature names must be distinct"
+    assert all(note.strip() for note in words.feature_notes)
+    assert len(words.describe().splitlines()) == words.d_k
+    assert "not learned" in words.design and animal_street.__doc__ and "hand-made" in animal_street.__doc__
+    header, *rows = words.table("Q").splitlines()
+    assert header.split() == list(words.feature_names)
+    assert [r.split()[0] for r in rows] == list(words.tokens)
+    assert not words.Q.flags.writeable and not words.K.flags.writeable
+
+
+def test_features_are_fresh_and_deterministic(words: HandFeatures) -> None:
+    again = animal_street()
+    assert again is not words
+    np.testing.assert_array_equal(again.Q, words.Q)
+    np.testing.assert_array_equal(again.K, words.K)
+
+
+def test_position_dimensions_add_interest_times_cos_of_distance(words: HandFeatures) -> None:
+    pos = slice(5, 7)
+    theta = np.pi / (words.n - 1)
+    dist = np.subtract.outer(np.arange(words.n), np.arange(words.n))  # (n, n) i - j
+    interest = np.linalg.norm(words.Q[:, pos], axis=1)  # (n,)
+    np.testing.assert_allclose(words.Q[:, pos] @ words.K[:, pos].T, interest[:, None] * np.cos(theta * dist),
+                               atol=1e-12)
+
+
+def test_it_attends_most_to_animal_and_tired_to_animal_then_it(words: HandFeatures) -> None:
+    _, w = scaled_dot_product_attention(words.Q, words.K, words.V, return_weights=True)  # (n, n)
+    t = words.tokens.index
+    assert w[t("it")].argmax() == t("animal")
+    assert w[t("it"), t("animal")] > 0.5
+    assert list(np.argsort(w[t("tired")])[::-1][:2]) == [t("animal"), t("it")]
+    assert w[t("the")].argmax() == t("street") and w[t("The")].argmax() == t("animal")
+    assert (w > 0).all(), "softmax never gives zero weight"
+
+
+def test_hand_features_refuse_mismatched_shapes() -> None:
+    z12, z13 = np.zeros((1, 2)), np.zeros((1, 3))
+    with pytest.raises(ValueError, match="feature_notes has 1 entries but feature_names has 2"):
+        HandFeatures("x", ("a",), ("f", "g"), ("only one",), z12, z12, z12)
+    with pytest.raises(ValueError, match=r"K has shape \(1, 3\) but there are 1 tokens and 2 named features"):
+        HandFeatures("x", ("a",), ("f", "g"), ("n1", "n2"), z12, z13, z12)
+    with pytest.raises(ValueError, match="which must be 'Q', 'K' or 'V'"):
+        animal_street().table("S")
+
+
+# -- the word explorer --------------------------------------------------------------------------
+def test_word_explorer_is_deterministic(tr_words, words: HandFeatures) -> None:
+    a = word_explorer(tr_words, feature_names=words.feature_names, div_id="w")
+    b = word_explorer(tr_words, feature_names=words.feature_names, div_id="w")
+    assert a.to_html() == b.to_html() and a.to_plotly_json() == b.to_plotly_json()
+    html = a.to_html()
+    assert 'id="w"' in html and "<figcaption>" in html and 'aria-describedby="w-alt"' in html
+    assert "https://" not in html and "<script src" not in html.lower()
+
+
+def test_word_explorer_states_equal_attnlib(tr_words, words: HandFeatures) -> None:
+    fig = word_explorer(tr_words, feature_names=words.feature_names).fig
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == list(SENTENCE)
+    assert len(fig.data) == len(buttons) == 11
+    _, w = scaled_dot_product_attention(words.Q, words.K, words.V, return_weights=True)
+    for i, (trace, button) in enumerate(zip(fig.data, buttons, strict=True)):
+        np.testing.assert_array_equal(np.array(trace.y, dtype=float), w[i])  # bitwise: same core call
+        assert list(trace.x) == list(range(11))
+        assert button.args[0]["visible"] == [k == i for k in range(11)]
+        assert button.args[1][f"annotations[{i}].visible"] is True
+        assert SENTENCE[i] in button.args[1]["title.text"]
+    assert list(fig.layout.xaxis.ticktext) == list(SENTENCE)
+    it = SENTENCE.index("it")
+    assert int(np.argmax(fig.data[it].y)) == SENTENCE.index("animal")
+    assert [t.visible for t in fig.data] == [True] + [False] * 10
+
+
+def test_word_notes_write_the_top_score_as_wanted_times_offered(tr_words, words: HandFeatures) -> None:
+    notes = word_notes(tr_words, words.feature_names)
+    it = notes[SENTENCE.index("it")]
+    assert it[0] == "it looks for: noun 2.0, animate 6.0, state 1.5"
+    assert it[1] == f"largest weight: animal, {tr_words.weights[7, 1]:.4f}"
+    assert it[2] == "  q·k[animal] = 2.0×1.0 (noun) + 6.0×1.0 (animate) = 8.0"
+    assert tr_words.scores[7, 1] == 8.0
+    with pytest.raises(ValueError, match="feature_names has 2 names but the trace has d_k=7"):
+        word_notes(tr_words, ["a", "b"])
+
+
+def test_word_explorer_errors() -> None:
+    with pytest.raises(TypeError, match="trace must be an AttentionTrace"):
+        word_explorer(np.eye(3))
+    ex = cat_sat_on_mat()
+    with pytest.raises(ValueError, match="div_id must start with a letter"):
+        word_explorer(trace_attention(ex.Q, ex.K, ex.V), div_id="1x")
+
+
+# -- the "Cat sits" stepper ---------------------------------------------------------------------
+def test_stepper_is_deterministic() -> None:
+    a, b = qkv_stepper(cat_sits(), div_id="s"), qkv_stepper(cat_sits(), div_id="s")
+    assert a.to_html() == b.to_html() and a.to_plotly_json() == b.to_plotly_json()
+    assert 'id="s"' in a.to_html() and "Cat sits" in a.caption
+
+
+def _table(cells: list[list[str]]) -> np.ndarray:
+    """Table columns (row labels first) back to the matrix."""
+    return np.array([[float(v) for v in col] for col in cells[1:]]).T
+
+
+def test_stepper_phases_equal_attnlib(tr_cs) -> None:
+    ex = cat_sits()
+    fig = qkv_stepper(ex).fig
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == len(PHASES) == 5 and len(fig.data) == 4
+    expected = [
+        [ex.X, ex.W_Q, ex.W_K, ex.W_V],
+        [ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V],
+        [tr_cs.Q, tr_cs.K.T, tr_cs.scores],
+        [tr_cs.scores, tr_cs.scaled_scores],
+        [tr_cs.weights, tr_cs.V, tr_cs.output],
+    ]
+    for p, (step, mats, (label, title)) in enumerate(zip(steps, expected, PHASES, strict=True)):
+        traces, layout = step.args
+        assert step.label == label and layout["title.text"] == title
+        assert traces["visible"] == [k < len(mats) for k in range(4)], f"phase {p + 1}"
+        for k, M in enumerate(mats):
+            np.testing.assert_allclose(_table(traces["cells.values"][k]), M, atol=5e-5, rtol=0)
+    np.testing.assert_array_equal(tr_cs.Q, ex.Q)  # Q = X W_Q, as the example stores it
+    # the arithmetic is explain()'s
+    layout = steps[4].args[1]
+    text = layout["annotations[0].text"].replace("\u00a0", " ")
+    for i in range(tr_cs.n_q):
+        for line in explain_blocks(tr_cs, i)["6"][1:] + explain_blocks(tr_cs, i)["7"][1:]:
+            assert line.strip() in text
+    assert "k[Cat] = x[Cat] W_K = 1.0×[1.0, 1.0] + 0.0×[0.0, 1.0] + 1.0×[1.0, 0.0] = [2.0, 1.0]" in (
+        steps[1].args[1]["annotations[0].text"].replace("\u00a0", " ")
+    )
+    # the initial figure is phase 1
+    assert fig.layout.title.text == PHASES[0][1]
+    np.testing.assert_array_equal(_table(fig.data[0].cells.values), ex.X)
+
+
+def test_qkv_phases_names_and_errors() -> None:
+    phases = qkv_phases(cat_sits())
+    assert [[m["name"] for m in ph["matrices"]] for ph in phases] == [
+        ["X", "W_Q", "W_K", "W_V"], ["Q", "K", "V"], ["Q", "Kᵀ", "S"], ["S", "S / √2"],
+        ["weights", "V", "output"],
+    ]
+    with pytest.raises(ValueError, match="has no X, W_Q, W_K, W_V"):
+        qkv_stepper(cat_sat_on_mat())
+    with pytest.raises(TypeError, match=r"example must be an attnlib\.examples\.Example"):
+        qkv_phases({"X": np.eye(2)})
