@@ -11,14 +11,17 @@ plotly.min.js itself on pages that show such a figure.
   :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`
 * :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word
   explorer of chapter 2
+* :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance
+  explorers (import ``scaling_explorer`` from that module: the name here is the live one)
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
   (:func:`explore`, :func:`scaling_explorer`); the static book shows a note instead
 """
 
-from attnlib.interactive import _render, live, qkv_explorers, trace_explorers
+from attnlib.interactive import _render, live, qkv_explorers, scaling_explorers, trace_explorers
+from attnlib.interactive.scaling_explorers import variance_explorer
 from attnlib.interactive._render import *  # noqa: F403
 from attnlib.interactive.live import *  # noqa: F403
 from attnlib.interactive.qkv_explorers import *  # noqa: F403
 from attnlib.interactive.trace_explorers import *  # noqa: F403
 
-__all__ = [*_render.__all__, *trace_explorers.__all__, *live.__all__, *qkv_explorers.__all__]
+__all__ = [*_render.__all__, *trace_explorers.__all__, *live.__all__, *qkv_explorers.__all__, "variance_explorer"]
