@@ -17,11 +17,17 @@ plotly.min.js itself on pages that show such a figure.
   (:func:`explore`, :func:`scaling_explorer`); the static book shows a note instead
 """
 
-from attnlib.interactive import _render, live, qkv_explorers, scaling_explorers, trace_explorers
-from attnlib.interactive.scaling_explorers import variance_explorer
+from attnlib.interactive import _render, live, qkv_explorers, trace_explorers
 from attnlib.interactive._render import *  # noqa: F403
 from attnlib.interactive.live import *  # noqa: F403
 from attnlib.interactive.qkv_explorers import *  # noqa: F403
+from attnlib.interactive.scaling_explorers import variance_explorer
 from attnlib.interactive.trace_explorers import *  # noqa: F403
 
-__all__ = [*_render.__all__, *trace_explorers.__all__, *live.__all__, *qkv_explorers.__all__, "variance_explorer"]
+__all__ = [
+    *_render.__all__,
+    *trace_explorers.__all__,
+    *live.__all__,
+    *qkv_explorers.__all__,
+    "variance_explorer",
+]
