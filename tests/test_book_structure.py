@@ -121,3 +121,12 @@ def test_every_glue_reference_is_glued(path: Path) -> None:
 def test_no_saved_widget_state(path: Path) -> None:
     # Saved widget state is dead weight in the static book (no kernel); `make execute` strips it.
     assert "widgets" not in _load(path).get("metadata", {}), f"{path.name} stores widget state"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_image_has_alt_text(path: Path) -> None:
+    # myst-nb writes metadata.mystnb.image.alt into the <img>; screen readers need it.
+    for i, _, cell in _code_cells(_load(path)):
+        if any("image/png" in out.get("data", {}) for out in cell.get("outputs", [])):
+            alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+            assert len(alt) > 20, f"{path.name} cell {i}: a figure without alt text (mystnb.image.alt)"
