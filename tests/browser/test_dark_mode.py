@@ -1,0 +1,52 @@
+"""Text the book writes into its pages stays readable in the theme's dark mode.
+
+The live-explorer notes and the explorers' captions are HTML outputs; in dark mode the theme and
+myst-nb colour them differently from the prose, and without the book's stylesheet a note once
+rendered dark text on a dark background. This test measures the contrast the browser computes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PAGES = ["book/03_scaling.html", "book/04_worked_examples.html", "book/02_qkv.html"]
+SELECTORS = ".attnlib-live-note p, figure.attnlib-explorer figcaption"
+
+# WCAG relative luminance and contrast ratio, evaluated in the page for each element.
+CONTRASTS = """(sel) => {
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = getComputedStyle(e).backgroundColor;
+      if (c && !c.startsWith("rgba(0, 0, 0, 0)") && c !== "transparent") return c;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  return [...document.querySelectorAll(sel)].map((el) => {
+    const [fg, bg] = [lum(getComputedStyle(el).color), lum(background(el))];
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    return { text: el.textContent.slice(0, 60), ratio };
+  });
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("page_path", PAGES)
+def test_book_html_outputs_have_readable_contrast(
+    browser, base_url: str, page_path: str, scheme: str
+) -> None:
+    context = browser.new_context(color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(f"{base_url}/{page_path}")
+        page.wait_for_load_state("load")
+        found = page.evaluate(CONTRASTS, SELECTORS)
+    finally:
+        context.close()
+    assert found, f"{page_path}: no live note or explorer caption found ({SELECTORS})"
+    poor = [f for f in found if f["ratio"] < 4.5]
+    assert not poor, f"{page_path} in {scheme} mode: contrast below 4.5:1 for {poor}"
