@@ -9,19 +9,36 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
 * :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
 * :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
+* :mod:`attnlib.multihead` – heads split and merged, multi-head attention returning a trace of every head
+* :mod:`attnlib.positions` – sinusoidal position encodings
 * :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
 * :mod:`attnlib.kvcache` – a key–value cache for incremental decoding
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
 """
 
-from attnlib import complexity, core, examples, features, grad, kvcache, plots, stats, tiled, trace
+from attnlib import (
+    complexity,
+    core,
+    examples,
+    features,
+    grad,
+    kvcache,
+    multihead,
+    plots,
+    positions,
+    stats,
+    tiled,
+    trace,
+)
 from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
 from attnlib.features import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
 from attnlib.kvcache import *  # noqa: F403
+from attnlib.multihead import *  # noqa: F403
 from attnlib.plots import *  # noqa: F403
+from attnlib.positions import *  # noqa: F403
 from attnlib.stats import *  # noqa: F403
 from attnlib.tiled import *  # noqa: F403
 from attnlib.trace import *  # noqa: F403
@@ -36,6 +53,8 @@ __all__ = [
     *complexity.__all__,
     *tiled.__all__,
     *kvcache.__all__,
+    *multihead.__all__,
+    *positions.__all__,
     *plots.__all__,
 ]
 
