@@ -2,6 +2,7 @@
 
 The library every chapter of the book computes with. One module per concept:
 
+* :mod:`attnlib.baselines` – what came before: a toy recurrent encoder and additive (Bahdanau) scoring
 * :mod:`attnlib.core` – ``softmax``, ``scaled_dot_product_attention``, masks
 * :mod:`attnlib.trace` – every intermediate of one attention call, explained
 * :mod:`attnlib.examples` – the book's fixed examples as data
@@ -17,6 +18,7 @@ The library every chapter of the book computes with. One module per concept:
 """
 
 from attnlib import (
+    baselines,
     complexity,
     core,
     examples,
@@ -30,6 +32,7 @@ from attnlib import (
     tiled,
     trace,
 )
+from attnlib.baselines import *  # noqa: F403
 from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
@@ -44,6 +47,7 @@ from attnlib.tiled import *  # noqa: F403
 from attnlib.trace import *  # noqa: F403
 
 __all__ = [
+    *baselines.__all__,
     *core.__all__,
     *trace.__all__,
     *examples.__all__,
