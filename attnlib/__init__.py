@@ -11,6 +11,7 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
 * :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
 * :mod:`attnlib.multihead` – heads split and merged, multi-head attention returning a trace of every head
+* :mod:`attnlib.naive` – deliberately naive versions (softmax without the max, loops) for teaching and tests
 * :mod:`attnlib.positions` – sinusoidal position encodings
 * :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
 * :mod:`attnlib.kvcache` – a key–value cache for incremental decoding
@@ -26,6 +27,7 @@ from attnlib import (
     grad,
     kvcache,
     multihead,
+    naive,
     plots,
     positions,
     stats,
@@ -40,6 +42,7 @@ from attnlib.features import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
 from attnlib.kvcache import *  # noqa: F403
 from attnlib.multihead import *  # noqa: F403
+from attnlib.naive import *  # noqa: F403
 from attnlib.plots import *  # noqa: F403
 from attnlib.positions import *  # noqa: F403
 from attnlib.stats import *  # noqa: F403
@@ -58,6 +61,7 @@ __all__ = [
     *tiled.__all__,
     *kvcache.__all__,
     *multihead.__all__,
+    *naive.__all__,
     *positions.__all__,
     *plots.__all__,
 ]
