@@ -13,12 +13,14 @@ plotly.min.js itself on pages that show such a figure.
   explorer of chapter 2
 * :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance
   explorers (import ``scaling_explorer`` from that module: the name here is the live one)
+* :mod:`attnlib.interactive.beyond_explorers` – chapter 7's causal-mask and heads explorers
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
   (:func:`explore`, :func:`scaling_explorer`); the static book shows a note instead
 """
 
-from attnlib.interactive import _render, live, qkv_explorers, trace_explorers
+from attnlib.interactive import _render, beyond_explorers, live, qkv_explorers, trace_explorers
 from attnlib.interactive._render import *  # noqa: F403
+from attnlib.interactive.beyond_explorers import *  # noqa: F403
 from attnlib.interactive.live import *  # noqa: F403
 from attnlib.interactive.qkv_explorers import *  # noqa: F403
 from attnlib.interactive.scaling_explorers import variance_explorer
@@ -29,5 +31,6 @@ __all__ = [
     *trace_explorers.__all__,
     *live.__all__,
     *qkv_explorers.__all__,
+    *beyond_explorers.__all__,
     "variance_explorer",
 ]

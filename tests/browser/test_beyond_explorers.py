@@ -1,0 +1,167 @@
+"""The interactive figures of chapter 7, operated in headless Chromium on the built page.
+
+Expected values come from attnlib (the traces the chapter computes), never from the page:
+* both figures render with plotly.js from the book, and each control is there;
+* the causal explorer: clicking "causal mask on" blanks the pairs above the diagonal in the
+  heatmap and sets every query's bars to its causal weights; clicking a query shows its bars and
+  moves the outline; clicking "mask off" restores the full weights;
+* the heads explorer: each button shows that head's weights, or the concatenated outputs;
+* no console error, no uncaught exception and no request to another host.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+from test_pages import TIMEOUT_MS, PageLog
+
+from attnlib.core import causal_mask
+from attnlib.examples import cat_sat_on_mat
+from attnlib.multihead import MultiHeadAttention
+from attnlib.trace import trace_attention
+
+PAGE = "book/07_beyond.html"
+CAUSAL = "beyond-causal-explorer"
+HEADS = "beyond-heads-explorer"
+
+_RENDERED_JS = """
+ids => ids.every(id => { const gd = document.getElementById(id);
+  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
+"""
+_STATE_JS = """
+id => { const gd = document.getElementById(id);
+  const arr = a => a === undefined || a === null ? null : Array.from(a, r =>
+      Array.isArray(r) || ArrayBuffer.isView(r) ? Array.from(r) : r);
+  return { visible: gd.data.map(t => t.visible !== false),
+           z: gd.data.map(t => arr(t.z)), y: gd.data.map(t => t.type === 'bar' ? arr(t.y) : null),
+           shape: gd.layout.shapes ? [gd.layout.shapes[0].y0, gd.layout.shapes[0].y1] : null,
+           title: gd.layout.title.text }; }
+"""
+EX = cat_sat_on_mat()
+
+
+@pytest.fixture(scope="module")
+def traces() -> tuple[Any, Any]:
+    full = trace_attention(EX.Q, EX.K, EX.V, tokens=EX.tokens)
+    causal = trace_attention(EX.Q, EX.K, EX.V, tokens=EX.tokens, attn_mask=causal_mask(EX.n))
+    return full, causal
+
+
+@pytest.fixture(scope="module")
+def mh() -> Any:
+    mha = MultiHeadAttention.from_weights(EX.Q, EX.K, EX.V, np.eye(4, EX.n), n_heads=2)
+    return mha(np.eye(EX.n))
+
+
+@pytest.fixture
+def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
+    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
+    log = PageLog(urlsplit(base_url).netloc)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    log.attach(context, page)
+    page.goto(f"{base_url}/{PAGE}", wait_until="load")
+    page.wait_for_function(_RENDERED_JS, arg=[CAUSAL, HEADS])
+    try:
+        yield page, log
+    finally:
+        context.close()
+
+
+def _assert_clean(log: PageLog) -> None:
+    assert not log.external(), f"requests to other hosts: {log.external()}"
+    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
+    assert not log.console_errors, f"console errors: {log.console_errors}"
+
+
+def _button(page: Any, fig: str, label: str) -> Any:
+    return page.locator(f"#{fig} .updatemenu-button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+
+
+def _heat(z: list[list[Any]]) -> np.ndarray:
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+def test_figures_render_with_the_books_plotly(chapter: tuple[Any, PageLog]) -> None:
+    page, log = chapter
+    scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
+    plotly = [s for s in scripts if "plotly" in s]
+    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+    assert page.locator(f"#{CAUSAL} .updatemenu-button").count() == 2 + EX.n
+    assert page.locator(f"#{HEADS} .updatemenu-button").count() == 3
+    for fig in (CAUSAL, HEADS):
+        assert page.locator(f"#{fig} .heatmaplayer image, #{fig} .hm image").count() >= 1
+    _assert_clean(log)
+
+
+def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], traces: Any) -> None:
+    page, log = chapter
+    full, causal = traces
+    allowed = causal_mask(EX.n)
+    page.locator(f"#{CAUSAL}").scroll_into_view_if_needed()
+    start = page.evaluate(_STATE_JS, CAUSAL)
+    np.testing.assert_array_equal(_heat(start["z"][0]), full.weights)
+    assert start["visible"] == [True, True, False, False, False, False]
+    np.testing.assert_array_equal(start["y"][1], full.weights[0])
+
+    _button(page, CAUSAL, "causal mask on").click()
+    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('causal')",
+                           arg=CAUSAL)
+    on = page.evaluate(_STATE_JS, CAUSAL)
+    heat = _heat(on["z"][0])
+    assert np.isnan(heat[~allowed]).all(), "pairs above the diagonal must be blank"
+    np.testing.assert_array_equal(heat[allowed], causal.weights[allowed])
+    for i in range(EX.n):
+        np.testing.assert_array_equal(on["y"][1 + i], causal.weights[i])
+    assert page.locator(f"#{CAUSAL} .hm text, #{CAUSAL} text", has_text="hidden").count() >= 1
+
+    sat = EX.tokens.index("sat")
+    _button(page, CAUSAL, "sat").click()
+    page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
+                           arg=[CAUSAL, 1 + sat])
+    state = page.evaluate(_STATE_JS, CAUSAL)
+    assert state["visible"] == [True, *(k == sat for k in range(EX.n))]
+    assert state["shape"] == [sat - 0.5, sat + 0.5]
+    np.testing.assert_array_equal(state["y"][1 + sat], causal.weights[sat])
+    assert causal.weights[sat, sat + 1:].sum() == 0.0 and full.weights[sat, sat + 1:].sum() > 0
+
+    _button(page, CAUSAL, "mask off").click()  # the chosen query stays
+    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('no mask')",
+                           arg=CAUSAL)
+    off = page.evaluate(_STATE_JS, CAUSAL)
+    np.testing.assert_array_equal(_heat(off["z"][0]), full.weights)
+    assert off["visible"][1 + sat] and off["shape"] == [sat - 0.5, sat + 0.5]
+    np.testing.assert_array_equal(off["y"][1 + sat], full.weights[sat])
+    _assert_clean(log)
+
+
+def test_heads_buttons_switch_heatmaps(chapter: tuple[Any, PageLog], mh: Any) -> None:
+    page, log = chapter
+    page.locator(f"#{HEADS}").scroll_into_view_if_needed()
+    start = page.evaluate(_STATE_JS, HEADS)
+    assert start["visible"] == [True, False, False]
+    np.testing.assert_array_equal(np.array(start["z"][0], dtype=float), mh.weights[0])
+
+    for b, (label, expected) in enumerate(
+        [("head 2", mh.weights[1]), ("concat", mh.concat), ("head 1", mh.weights[0])]
+    ):
+        index = [1, 2, 0][b]
+        _button(page, HEADS, label).click()
+        page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
+                               arg=[HEADS, index])
+        state = page.evaluate(_STATE_JS, HEADS)
+        assert state["visible"] == [k == index for k in range(3)], label
+        np.testing.assert_array_equal(np.array(state["z"][index], dtype=float), expected)
+        assert state["title"].startswith(label), state["title"]
+        shown = page.evaluate(
+            "id => document.getElementById(id)._fullData.filter(t => t.visible === true).map(t => t.name)",
+            HEADS,
+        )
+        assert shown == [label]
+    _assert_clean(log)
