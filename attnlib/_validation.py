@@ -89,6 +89,43 @@ def check_sequence_matrix(arr: np.ndarray, name: str, rows: str, cols: str) -> N
         raise ValueError(f"{name} has {cols}=0 (vectors of length zero); shape {arr.shape}")
 
 
+def check_qkv(Q: Any, K: Any, V: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Check ``Q (..., n_q, d_k)``, ``K (..., n_k, d_k)``, ``V (..., n_k, d_v)`` together.
+
+    Returns the three arrays (floating, finite) and their broadcast batch shape. Every attention
+    function of the library validates its inputs here, so they all refuse the same things with
+    the same messages.
+    """
+    Q = as_float_array(Q, "Q")
+    K = as_float_array(K, "K")
+    V = as_float_array(V, "V")
+    check_sequence_matrix(Q, "Q", "n_q", "d_k")
+    check_sequence_matrix(K, "K", "n_k", "d_k")
+    check_sequence_matrix(V, "V", "n_k", "d_v")
+    if K.shape[-1] != Q.shape[-1]:
+        raise ValueError(
+            f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]} "
+            f"(last axes must match; Q {Q.shape}, K {K.shape})"
+        )
+    if V.shape[-2] != K.shape[-2]:
+        raise ValueError(
+            f"V has n_k={V.shape[-2]} rows but K has n_k={K.shape[-2]} "
+            f"(one value per key; K {K.shape}, V {V.shape})"
+        )
+    batch = broadcast_leading({"Q": Q.shape, "K": K.shape, "V": V.shape})
+    return Q, K, V, batch
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """Return ``rng`` if it is a ``numpy.random.Generator``; randomness enters only this way."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
 def check_scale(scale: Any) -> float | None:
     """Return ``scale`` as a float after checking it is a finite positive number."""
     if scale is None:

@@ -75,15 +75,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- private helpers
-def _check_rng(rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
-
-
 def _check_float_dtype(dtype: Any) -> np.dtype:
     try:
         dt = np.dtype(dtype)
@@ -1268,7 +1259,7 @@ def time_attention(
     >>> timing.times.shape, bool((timing.medians > 0).all())
     ((2, 2), True)
     """
-    rng = _check_rng(rng)
+    rng = _v.check_rng(rng)
     d = _v.check_positive_int(d, "d")
     repeats = _v.check_positive_int(repeats, "repeats")
     dt = _check_float_dtype(dtype)

@@ -254,23 +254,7 @@ def scaled_dot_product_attention(
     >>> out.round(4)
     array([[1.6605, 2.6605]])
     """
-    Q = _v.as_float_array(Q, "Q")
-    K = _v.as_float_array(K, "K")
-    V = _v.as_float_array(V, "V")
-    _v.check_sequence_matrix(Q, "Q", "n_q", "d_k")
-    _v.check_sequence_matrix(K, "K", "n_k", "d_k")
-    _v.check_sequence_matrix(V, "V", "n_k", "d_v")
-    if K.shape[-1] != Q.shape[-1]:
-        raise ValueError(
-            f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]} "
-            f"(last axes must match; Q {Q.shape}, K {K.shape})"
-        )
-    if V.shape[-2] != K.shape[-2]:
-        raise ValueError(
-            f"V has n_k={V.shape[-2]} rows but K has n_k={K.shape[-2]} "
-            f"(one value per key; K {K.shape}, V {V.shape})"
-        )
-    batch = _v.broadcast_leading({"Q": Q.shape, "K": K.shape, "V": V.shape})
+    Q, K, V, batch = _v.check_qkv(Q, K, V)
     is_causal = _v.check_bool_flag(is_causal, "is_causal")
     return_weights = _v.check_bool_flag(return_weights, "return_weights")
     scale = _v.check_scale(scale)

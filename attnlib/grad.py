@@ -128,25 +128,9 @@ def attention_backward(
     >>> bool(np.isclose(slope, dQ[0, 1], rtol=1e-6))
     True
     """
-    Q = _v.as_float_array(Q, "Q")
-    K = _v.as_float_array(K, "K")
-    V = _v.as_float_array(V, "V")
+    Q, K, V, batch = _v.check_qkv(Q, K, V)
     dO = _v.as_float_array(dO, "dO")
-    _v.check_sequence_matrix(Q, "Q", "n_q", "d_k")
-    _v.check_sequence_matrix(K, "K", "n_k", "d_k")
-    _v.check_sequence_matrix(V, "V", "n_k", "d_v")
     _v.check_sequence_matrix(dO, "dO", "n_q", "d_v")
-    if K.shape[-1] != Q.shape[-1]:
-        raise ValueError(
-            f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]} "
-            f"(last axes must match; Q {Q.shape}, K {K.shape})"
-        )
-    if V.shape[-2] != K.shape[-2]:
-        raise ValueError(
-            f"V has n_k={V.shape[-2]} rows but K has n_k={K.shape[-2]} "
-            f"(one value per key; K {K.shape}, V {V.shape})"
-        )
-    batch = _v.broadcast_leading({"Q": Q.shape, "K": K.shape, "V": V.shape})
     n_q, d_k = Q.shape[-2:]
     d_v = V.shape[-1]
     out_shape = batch + (n_q, d_v)
@@ -191,15 +175,6 @@ _EVAL_BATCH = 256
 # A row of weights whose largest entry exceeds this counts as saturated (as in attnlib.stats).
 _SATURATED = 0.99
 _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
-
-
-def _check_rng(rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
 
 
 def _check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> float:
@@ -282,7 +257,7 @@ def xavier_uniform(fan_in: int, fan_out: int, rng: np.random.Generator) -> np.nd
     """
     fan_in = _v.check_positive_int(fan_in, "fan_in")
     fan_out = _v.check_positive_int(fan_out, "fan_out")
-    rng = _check_rng(rng)
+    rng = _v.check_rng(rng)
     bound = math.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-bound, bound, size=(fan_in, fan_out))  # (fan_in, fan_out)
 
@@ -365,7 +340,7 @@ def retrieval_batch(
     n_keys = _check_n_keys(n_keys)
     d_model = _v.check_positive_int(d_model, "d_model")
     d_v = _v.check_positive_int(d_v, "d_v")
-    rng = _check_rng(rng)
+    rng = _v.check_rng(rng)
     noise = _check_positive_real(noise, "noise", allow_zero=True)
     X_k = rng.standard_normal((batch, n_keys, d_model))  # (batch, n_keys, d_model)
     target = rng.integers(0, n_keys, size=batch)  # (batch,)

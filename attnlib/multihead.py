@@ -316,11 +316,7 @@ class MultiHeadAttention:
     def __init__(self, d_model: int, n_heads: int, rng: np.random.Generator, *, d_head: int | None = None):
         d_model = _v.check_positive_int(d_model, "d_model")
         n_heads = _v.check_positive_int(n_heads, "n_heads")
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(
-                "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
-                f"got {type(rng).__name__}"
-            )
+        rng = _v.check_rng(rng)
         if d_head is None:
             if d_model % n_heads:
                 raise ValueError(

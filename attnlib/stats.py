@@ -51,15 +51,6 @@ _SATURATION_THRESHOLD = 0.99
 
 
 # --------------------------------------------------------------------------- private checks
-def _check_rng(rng: Any) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
-
-
 def _check_real(value: Any, name: str, *, positive: bool = False) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
@@ -165,7 +156,7 @@ def dot_product_samples(
     """
     d_k = _v.check_positive_int(d_k, "d_k")
     n = _v.check_positive_int(n, "n")
-    rng = _check_rng(rng)
+    rng = _v.check_rng(rng)
     sigma_q = _check_real(sigma_q, "sigma_q", positive=True)
     sigma_k = _check_real(sigma_k, "sigma_k", positive=True)
     mean_q = _check_real(mean_q, "mean_q")
@@ -475,7 +466,7 @@ def saturation_stats(
     d_k = _v.check_positive_int(d_k, "d_k")
     n_tokens = _v.check_positive_int(n_tokens, "n_tokens")
     n_trials = _v.check_positive_int(n_trials, "n_trials")
-    rng = _check_rng(rng)
+    rng = _v.check_rng(rng)
     scaled = _v.check_bool_flag(scaled, "scaled")
     q = rng.standard_normal((n_trials, 1, d_k))  # (n_trials, 1, d_k)
     K = rng.standard_normal((n_trials, n_tokens, d_k))  # (n_trials, n_tokens, d_k)

@@ -26,31 +26,6 @@ from attnlib import _validation as _v
 __all__ = ["tiled_attention"]
 
 
-def _check_qkv(Q: Any, K: Any, V: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
-    """Validate ``Q, K, V`` exactly as :func:`attnlib.core.scaled_dot_product_attention` does.
-
-    Returns the three arrays (floating, finite) and the broadcast batch shape.
-    """
-    Q = _v.as_float_array(Q, "Q")
-    K = _v.as_float_array(K, "K")
-    V = _v.as_float_array(V, "V")
-    _v.check_sequence_matrix(Q, "Q", "n_q", "d_k")
-    _v.check_sequence_matrix(K, "K", "n_k", "d_k")
-    _v.check_sequence_matrix(V, "V", "n_k", "d_v")
-    if K.shape[-1] != Q.shape[-1]:
-        raise ValueError(
-            f"K has d_k={K.shape[-1]} but Q has d_k={Q.shape[-1]} "
-            f"(last axes must match; Q {Q.shape}, K {K.shape})"
-        )
-    if V.shape[-2] != K.shape[-2]:
-        raise ValueError(
-            f"V has n_k={V.shape[-2]} rows but K has n_k={K.shape[-2]} "
-            f"(one value per key; K {K.shape}, V {V.shape})"
-        )
-    batch = _v.broadcast_leading({"Q": Q.shape, "K": K.shape, "V": V.shape})
-    return Q, K, V, batch
-
-
 def _buffer(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A C-contiguous array of ``shape`` on the front of the reusable 1-D ``flat`` buffer."""
     return flat[: math.prod(shape)].reshape(shape)
@@ -145,7 +120,7 @@ def tiled_attention(
     >>> bool(np.abs(out - direct).max() < 1e-12)
     True
     """
-    Q, K, V, batch = _check_qkv(Q, K, V)
+    Q, K, V, batch = _v.check_qkv(Q, K, V)
     block_q = _v.check_positive_int(block_q, "block_q")
     block_k = _v.check_positive_int(block_k, "block_k")
     is_causal = _v.check_bool_flag(is_causal, "is_causal")
