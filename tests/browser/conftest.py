@@ -13,7 +13,8 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,19 @@ def browser() -> Iterator[object]:
             chromium.close()
     finally:
         playwright.stop()
+
+
+@pytest.fixture
+def open_page(browser: Any, base_url: str, html_dir: Path) -> Iterator[Callable[..., tuple[Any, Any]]]:
+    """``open_page(path, figure_ids, missing_hint=None)``: ``(page, log)`` of ``path`` in a fresh
+    context once its figures have rendered (``explorer_helpers.open_page``); closed after the test."""
+    from explorer_helpers import open_page as open_chapter
+
+    with ExitStack() as stack:
+
+        def open_(path: str, figure_ids: Sequence[str], missing_hint: str | None = None) -> tuple[Any, Any]:
+            return stack.enter_context(
+                open_chapter(browser, base_url, html_dir, path, figure_ids, missing_hint)
+            )
+
+        yield open_

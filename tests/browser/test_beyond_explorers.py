@@ -12,13 +12,12 @@ Expected values come from attnlib (the traces the chapter computes), never from 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from test_pages import TIMEOUT_MS, PageLog
+from explorer_helpers import assert_books_plotly, assert_clean
+from test_pages import PageLog
 
 from attnlib.core import causal_mask
 from attnlib.examples import cat_sat_on_mat
@@ -29,10 +28,6 @@ PAGE = "book/07_beyond.html"
 CAUSAL = "beyond-causal-explorer"
 HEADS = "beyond-heads-explorer"
 
-_RENDERED_JS = """
-ids => ids.every(id => { const gd = document.getElementById(id);
-  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
-"""
 _STATE_JS = """
 id => { const gd = document.getElementById(id);
   const arr = a => a === undefined || a === null ? null : Array.from(a, r =>
@@ -59,25 +54,8 @@ def mh() -> Any:
 
 
 @pytest.fixture
-def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
-    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
-    log = PageLog(urlsplit(base_url).netloc)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    log.attach(context, page)
-    page.goto(f"{base_url}/{PAGE}", wait_until="load")
-    page.wait_for_function(_RENDERED_JS, arg=[CAUSAL, HEADS])
-    try:
-        yield page, log
-    finally:
-        context.close()
-
-
-def _assert_clean(log: PageLog) -> None:
-    assert not log.external(), f"requests to other hosts: {log.external()}"
-    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
-    assert not log.console_errors, f"console errors: {log.console_errors}"
+def chapter(open_page: Any) -> tuple[Any, PageLog]:
+    return open_page(PAGE, [CAUSAL, HEADS])
 
 
 def _button(page: Any, fig: str, label: str) -> Any:
@@ -90,14 +68,12 @@ def _heat(z: list[list[Any]]) -> np.ndarray:
 
 def test_figures_render_with_the_books_plotly(chapter: tuple[Any, PageLog]) -> None:
     page, log = chapter
-    scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
-    plotly = [s for s in scripts if "plotly" in s]
-    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+    assert_books_plotly(page)
     assert page.locator(f"#{CAUSAL} .updatemenu-button").count() == 2 + EX.n
     assert page.locator(f"#{HEADS} .updatemenu-button").count() == 3
     for fig in (CAUSAL, HEADS):
         assert page.locator(f"#{fig} .heatmaplayer image, #{fig} .hm image").count() >= 1
-    _assert_clean(log)
+    assert_clean(log)
 
 
 def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], traces: Any) -> None:
@@ -138,7 +114,7 @@ def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], trac
     np.testing.assert_array_equal(_heat(off["z"][0]), full.weights)
     assert off["visible"][1 + sat] and off["shape"] == [sat - 0.5, sat + 0.5]
     np.testing.assert_array_equal(off["y"][1 + sat], full.weights[sat])
-    _assert_clean(log)
+    assert_clean(log)
 
 
 def test_heads_buttons_switch_heatmaps(chapter: tuple[Any, PageLog], mh: Any) -> None:
@@ -164,4 +140,4 @@ def test_heads_buttons_switch_heatmaps(chapter: tuple[Any, PageLog], mh: Any) ->
             HEADS,
         )
         assert shown == [label]
-    _assert_clean(log)
+    assert_clean(log)

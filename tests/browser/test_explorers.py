@@ -11,13 +11,12 @@ Expected values come from attnlib (the same trace the chapter computes), never f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from test_pages import TIMEOUT_MS, PageLog
+from explorer_helpers import assert_books_plotly, assert_clean, plain
+from test_pages import PageLog
 
 from attnlib.examples import cat_sat_on_mat
 from attnlib.interactive import STEPS, explain_blocks
@@ -27,10 +26,6 @@ PAGE = "book/04_worked_examples.html"
 STEPPER = "worked-stepper"
 HEATMAP = "worked-weights-hover"
 
-_RENDERED_JS = """
-ids => ids.every(id => { const gd = document.getElementById(id);
-  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
-"""
 _STATE_JS = """
 id => { const gd = document.getElementById(id);
   return { visible: gd.data.map(t => t.visible !== false),
@@ -49,41 +44,18 @@ def tr() -> Any:
 
 
 @pytest.fixture
-def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
-    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
-    log = PageLog(urlsplit(base_url).netloc)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    log.attach(context, page)
-    page.goto(f"{base_url}/{PAGE}", wait_until="load")
-    page.wait_for_function(_RENDERED_JS, arg=[STEPPER, HEATMAP])
-    try:
-        yield page, log
-    finally:
-        context.close()
-
-
-def _assert_clean(log: PageLog) -> None:
-    assert not log.external(), f"requests to other hosts: {log.external()}"
-    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
-    assert not log.console_errors, f"console errors: {log.console_errors}"
-
-
-def _plain(text: str) -> str:
-    return text.replace("\u00a0", " ")
+def chapter(open_page: Any) -> tuple[Any, PageLog]:
+    return open_page(PAGE, [STEPPER, HEATMAP])
 
 
 def test_figures_render_with_the_books_plotly(chapter: tuple[Any, PageLog]) -> None:
     page, log = chapter
-    scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
-    plotly = [s for s in scripts if "plotly" in s]
-    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+    assert_books_plotly(page)
     assert page.evaluate("() => typeof Plotly.newPlot") == "function"
     assert page.locator(f"#{STEPPER} .updatemenu-button").count() == 5
     assert page.locator(f"#{STEPPER} .slider-label-group").count() == len(STEPS)
     assert page.locator(f"#{HEATMAP} .heatmaplayer image, #{HEATMAP} .hm image").count() >= 1
-    _assert_clean(log)
+    assert_clean(log)
 
 
 def test_buttons_and_slider_switch_states(chapter: tuple[Any, PageLog], tr: Any) -> None:
@@ -106,7 +78,7 @@ def test_buttons_and_slider_switch_states(chapter: tuple[Any, PageLog], tr: Any)
     assert state["visible"] == [k == cat for k in range(tr.n_q)]
     np.testing.assert_allclose(state["y"][cat], tr.weights[cat], rtol=0, atol=1e-15)
     assert state["x"][cat] == list(tr.key_tokens)
-    shown = " ".join(_plain(t) for t in state["shown"])
+    shown = " ".join(plain(t) for t in state["shown"])
     for line in explain_blocks(tr, cat)["6"][1:]:  # "w[The] = 4.4817 / 11.1327 = 0.4026", ...
         assert line.strip() in shown, f"{line.strip()!r} not shown; shown: {shown[:300]}"
     assert f"{tr.weights[cat, 0]:.4f}" in shown
@@ -126,8 +98,8 @@ def test_buttons_and_slider_switch_states(chapter: tuple[Any, PageLog], tr: Any)
     state = page.evaluate(_STATE_JS, STEPPER)
     assert state["visible"] == [k == the for k in range(tr.n_q)]
     np.testing.assert_allclose(state["y"][the], tr.output[the], rtol=0, atol=1e-15)
-    assert any("out[The]" in _plain(t) for t in state["shown"])
-    _assert_clean(log)
+    assert any("out[The]" in plain(t) for t in state["shown"])
+    assert_clean(log)
 
 
 def test_hover_shows_the_arithmetic_of_cat_the(chapter: tuple[Any, PageLog], tr: Any) -> None:
@@ -149,4 +121,4 @@ def test_hover_shows_the_arithmetic_of_cat_the(chapter: tuple[Any, PageLog], tr:
     assert f"q·k = {terms} = {tr.scores[q, k]:.1f}" in text  # ... = 3.0
     assert f"= {tr.scaled_scores[q, k]:.4f}" in text and "1.5" in text
     assert f"= {tr.weights[q, k]:.4f}" in text and "0.4026" in text
-    _assert_clean(log)
+    assert_clean(log)

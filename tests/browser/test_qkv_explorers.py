@@ -10,13 +10,12 @@ Expected values come from attnlib, never from the page:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from test_pages import TIMEOUT_MS, PageLog
+from explorer_helpers import assert_clean, plain
+from test_pages import PageLog
 
 from attnlib.examples import cat_sits
 from attnlib.features import animal_street
@@ -27,10 +26,6 @@ PAGE = "book/02_qkv.html"
 WORDS = "qkv-word-explorer"
 STEPPER = "qkv-cat-sits-stepper"
 
-_RENDERED_JS = """
-ids => ids.every(id => { const gd = document.getElementById(id);
-  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
-"""
 _BARS_JS = """
 id => { const gd = document.getElementById(id);
   return { visible: gd.data.map(t => t.visible !== false), y: gd.data.map(t => Array.from(t.y)),
@@ -65,25 +60,8 @@ def tr_cs() -> Any:
 
 
 @pytest.fixture
-def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
-    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
-    log = PageLog(urlsplit(base_url).netloc)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    log.attach(context, page)
-    page.goto(f"{base_url}/{PAGE}", wait_until="load")
-    page.wait_for_function(_RENDERED_JS, arg=[WORDS, STEPPER])
-    try:
-        yield page, log
-    finally:
-        context.close()
-
-
-def _assert_clean(log: PageLog) -> None:
-    assert not log.external(), f"requests to other hosts: {log.external()}"
-    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
-    assert not log.console_errors, f"console errors: {log.console_errors}"
+def chapter(open_page: Any) -> tuple[Any, PageLog]:
+    return open_page(PAGE, [WORDS, STEPPER])
 
 
 def _matrix(cells: list[list[str]]) -> np.ndarray:
@@ -109,7 +87,7 @@ def test_clicking_it_shows_its_row_with_the_most_on_animal(
     np.testing.assert_allclose(state["y"][it], tr_words.weights[it], rtol=0, atol=1e-15)
     assert int(np.argmax(state["y"][it])) == animal
     assert "“it”" in state["title"] and state["bars"] == 1
-    shown = " ".join(state["shown"]).replace("\u00a0", " ")
+    shown = plain(" ".join(state["shown"]))
     assert "it looks for: noun 2.0, animate 6.0, state 1.5" in shown
     assert f"largest weight: animal, {tr_words.weights[it, animal]:.4f}" in shown
 
@@ -122,8 +100,8 @@ def test_clicking_it_shows_its_row_with_the_most_on_animal(
     np.testing.assert_allclose(after["y"][tired], tr_words.weights[tired], rtol=0, atol=1e-15)
     assert not np.allclose(after["y"][tired], state["y"][it]), "another word must change the bars"
     assert "“tired”" in after["title"]
-    assert any("tired looks for" in t.replace("\u00a0", " ") for t in after["shown"])
-    _assert_clean(log)
+    assert any("tired looks for" in plain(t) for t in after["shown"])
+    assert_clean(log)
 
 
 def test_slider_switches_the_phase_of_the_stepper(chapter: tuple[Any, PageLog], tr_cs: Any) -> None:
@@ -153,6 +131,6 @@ def test_slider_switches_the_phase_of_the_stepper(chapter: tuple[Any, PageLog], 
     state = page.evaluate(_TABLES_JS, STEPPER)
     np.testing.assert_allclose(_matrix(state["cells"][0]), tr_cs.weights, atol=5e-5, rtol=0)
     np.testing.assert_allclose(_matrix(state["cells"][2]), tr_cs.output, atol=5e-5, rtol=0)
-    text = page.locator(f"#{STEPPER} .annotation-text").first.text_content().replace("\u00a0", " ")
+    text = plain(page.locator(f"#{STEPPER} .annotation-text").first.text_content())
     assert f"w[Cat]  = 4.1133 / 6.1414 = {tr_cs.weights[0, 0]:.4f}" in text
-    _assert_clean(log)
+    assert_clean(log)

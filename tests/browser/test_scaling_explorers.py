@@ -15,13 +15,12 @@ explorer is a broken chapter. Expected values come from attnlib, never from the 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from test_pages import TIMEOUT_MS, PageLog
+from explorer_helpers import assert_books_plotly, assert_clean, plain
+from test_pages import PageLog
 
 from attnlib import stats
 from attnlib.core import scaled_dot_product_attention
@@ -38,11 +37,11 @@ PAGE = "book/03_scaling.html"
 SCALING = "scaling-explorer"
 VARIANCE = "variance-explorer"
 
-_PRESENT_JS = "ids => ids.filter(id => !document.getElementById(id))"
-_RENDERED_JS = """
-ids => ids.every(id => { const gd = document.getElementById(id);
-  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
-"""
+MISSING_HINT = (
+    "the chapter must show scaling_explorer() and variance_explorer() with their default div ids "
+    "(attnlib.interactive.scaling_explorers); insert them and rebuild the book."
+)
+
 _STATE_JS = """
 id => { const gd = document.getElementById(id);
   return { visible: gd.data.map(t => t.visible !== false),
@@ -62,48 +61,17 @@ def _weights(d_k: int, scale: float | None) -> np.ndarray:
 
 
 @pytest.fixture
-def chapter(browser: Any, base_url: str, html_dir: Any) -> Iterator[tuple[Any, PageLog]]:
-    assert (html_dir / PAGE).is_file(), f"{PAGE} is missing from the build"
-    log = PageLog(urlsplit(base_url).netloc)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    log.attach(context, page)
-    page.goto(f"{base_url}/{PAGE}", wait_until="load")
-    try:
-        missing = page.evaluate(_PRESENT_JS, [SCALING, VARIANCE])
-        if missing:
-            pytest.fail(
-                f"{PAGE} has no element with id {', '.join(missing)}: the chapter must show "
-                "scaling_explorer() and variance_explorer() with their default div ids "
-                "(attnlib.interactive.scaling_explorers); insert them and rebuild the book.",
-                pytrace=False,
-            )
-        page.wait_for_function(_RENDERED_JS, arg=[SCALING, VARIANCE])
-        yield page, log
-    finally:
-        context.close()
-
-
-def _assert_clean(log: PageLog) -> None:
-    assert not log.external(), f"requests to other hosts: {log.external()}"
-    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
-    assert not log.console_errors, f"console errors: {log.console_errors}"
+def chapter(open_page: Any) -> tuple[Any, PageLog]:
+    return open_page(PAGE, [SCALING, VARIANCE], missing_hint=MISSING_HINT)
 
 
 def _slider_label(page: Any, div_id: str, slider: int, step: int) -> Any:
     return page.locator(f"#{div_id} .slider-group").nth(slider).locator(".slider-label-group").nth(step)
 
 
-def _plain(text: str) -> str:
-    return text.replace("\u00a0", " ")
-
-
 def test_figures_render_with_the_books_plotly(chapter: tuple[Any, PageLog]) -> None:
     page, log = chapter
-    scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
-    plotly = [s for s in scripts if "plotly" in s]
-    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+    assert_books_plotly(page)
     assert page.locator(f"#{SCALING} .slider-group").count() == 2
     assert page.locator(f"#{SCALING} .slider-group").nth(0).locator(
         ".slider-label-group").count() == len(SCALING_D_KS)
@@ -111,7 +79,7 @@ def test_figures_render_with_the_books_plotly(chapter: tuple[Any, PageLog]) -> N
         ".slider-label-group").count() == len(FACTORS)
     assert page.locator(f"#{VARIANCE} .slider-group .slider-label-group").count() == len(VARIANCE_D_KS)
     assert page.locator(f"#{VARIANCE} .bars .point").count() > 0
-    _assert_clean(log)
+    assert_clean(log)
 
 
 def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, PageLog]) -> None:
@@ -127,7 +95,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     assert state["visible"] == [k == k512 for k in range(len(SCALING_D_KS))]
     scaled = _weights(512, None)  # the page starts fully scaled, t = 1
     np.testing.assert_allclose(state["y"][k512], scaled, rtol=0, atol=1e-15)
-    assert any(f"max weight {float(stats.max_weight(scaled)):.3f}" in _plain(t) for t in state["shown"])
+    assert any(f"max weight {float(stats.max_weight(scaled)):.3f}" in plain(t) for t in state["shown"])
 
     _slider_label(page, SCALING, 1, FACTORS.index(0.0)).click(force=True)  # t = 0: raw scores
     page.wait_for_function(
@@ -139,7 +107,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     np.testing.assert_allclose(state["y"][k512], raw, rtol=0, atol=1e-15)
     assert max(state["y"][k512]) > max(scaled), "switching the scaling off must raise the max weight"
     assert max(state["y"][k512]) > 0.99
-    shown = " ".join(_plain(t) for t in state["shown"])
+    shown = " ".join(plain(t) for t in state["shown"])
     assert "d_k = 512" in shown and "raw scores" in shown
     assert f"max weight {float(stats.max_weight(raw)):.3f}" in shown
     assert f"entropy {float(stats.entropy(raw)):.3f} nats" in shown
@@ -150,8 +118,8 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     state = page.evaluate(_STATE_JS, SCALING)
     assert state["visible"] == [k == k4 for k in range(len(SCALING_D_KS))]
     np.testing.assert_allclose(state["y"][k4], _weights(4, 1.0), rtol=0, atol=1e-15)
-    assert any("d_k = 4" in _plain(t) and "raw scores" in _plain(t) for t in state["shown"])
-    _assert_clean(log)
+    assert any("d_k = 4" in plain(t) and "raw scores" in plain(t) for t in state["shown"])
+    assert_clean(log)
 
 
 def test_variance_slider_changes_the_histograms(chapter: tuple[Any, PageLog]) -> None:
@@ -175,7 +143,7 @@ def test_variance_slider_changes_the_histograms(chapter: tuple[Any, PageLog]) ->
     for panel, values in ((0, raw), (1, raw / 16.0)):
         counts, _ = np.histogram(values, bins=histogram_edges(256, scaled=panel == 1))
         assert after["y"][panel] == counts.tolist()
-    shown = " ".join(_plain(t) for t in after["shown"])
+    shown = " ".join(plain(t) for t in after["shown"])
     assert "theory: Var = d_k = 256" in shown and "theory: Var = 1" in shown
     assert f"sample variance {stats.variance_with_ci(raw).estimate:.3g} " in shown
-    _assert_clean(log)
+    assert_clean(log)

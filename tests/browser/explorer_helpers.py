@@ -1,0 +1,78 @@
+"""What the explorer tests share: opening a chapter until its figures render, and the checks.
+
+Imported the way ``test_pages`` is (``tests/browser`` is on ``sys.path`` for pytest). The
+``open_page`` fixture of ``conftest.py`` wraps :func:`open_page` for the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from test_pages import TIMEOUT_MS, PageLog
+
+# True once every figure id is a Plotly graph that has drawn its traces.
+RENDERED_JS = """
+ids => ids.every(id => { const gd = document.getElementById(id);
+  return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
+"""
+# The figure ids that are not on the page at all.
+PRESENT_JS = "ids => ids.filter(id => !document.getElementById(id))"
+
+
+@contextmanager
+def open_page(
+    browser: Any,
+    base_url: str,
+    html_dir: Path,
+    path: str,
+    figure_ids: Sequence[str],
+    missing_hint: str | None = None,
+) -> Iterator[tuple[Any, PageLog]]:
+    """``path`` of the book in a fresh context, once the figures ``figure_ids`` have rendered.
+
+    Yields ``(page, log)``; the context is closed afterwards. With ``missing_hint``, a figure id
+    absent from the page fails at once with that hint instead of timing out.
+    """
+    assert (html_dir / path).is_file(), f"{path} is missing from the build"
+    log = PageLog(urlsplit(base_url).netloc)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        log.attach(context, page)
+        page.goto(f"{base_url}/{path}", wait_until="load")
+        if missing_hint is not None:
+            missing = page.evaluate(PRESENT_JS, list(figure_ids))
+            if missing:
+                pytest.fail(
+                    f"{path} has no element with id {', '.join(missing)}: {missing_hint}",
+                    pytrace=False,
+                )
+        page.wait_for_function(RENDERED_JS, arg=list(figure_ids))
+        yield page, log
+    finally:
+        context.close()
+
+
+def assert_clean(log: PageLog) -> None:
+    """No request to another host, no uncaught exception, no console error."""
+    assert not log.external(), f"requests to other hosts: {log.external()}"
+    assert not log.page_errors, f"uncaught exceptions: {log.page_errors}"
+    assert not log.console_errors, f"console errors: {log.console_errors}"
+
+
+def assert_books_plotly(page: Any) -> None:
+    """The page loads plotly.js once, from the book's ``_static``."""
+    scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
+    plotly = [s for s in scripts if "plotly" in s]
+    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+
+
+def plain(text: str) -> str:
+    """``text`` with its non-breaking spaces made plain spaces."""
+    return text.replace("\u00a0", " ")
