@@ -54,11 +54,13 @@ browser: test-deps build
 test: lint unit notebooks browser
 	@echo "All test layers passed."
 
-# Re-execute the chapters in place, then drop per-cell timestamps so diffs show only real changes.
+# Re-execute the chapters in place (or only NB=book/03_scaling.ipynb), then drop per-cell
+# timestamps and widget state so diffs show only real changes.
+NB ?= book/*.ipynb
 execute: venv
-	$(BIN)/jupyter execute --inplace book/*.ipynb
+	$(BIN)/jupyter execute --inplace $(NB)
 	$(BIN)/python -c "import glob, nbformat as nbf; \
-		nbs = {p: nbf.read(p, 4) for p in glob.glob('book/*.ipynb')}; \
+		nbs = {p: nbf.read(p, 4) for p in glob.glob('$(NB)')}; \
 		[c.metadata.pop('execution', None) for nb in nbs.values() for c in nb.cells]; \
 		[nb.metadata.pop('widgets', None) for nb in nbs.values()]; \
 		[nbf.write(nb, p) for p, nb in nbs.items()]"

@@ -9,6 +9,11 @@ differences that are stated where they apply: attnlib refuses NaN and
 infinite inputs (and scores that overflow their dtype) with an error, and it
 defines a query row with nothing it may attend to as zero weights and a zero
 output (PyTorch returned NaN there before version 2.5 and returns zeros since).
+
+float16 input is computed in float32 and the result returned as float16, as
+PyTorch does: a row sum of ``n_k`` terms up to 1 would overflow float16
+(largest finite value 65,504) once ``n_k`` is about 65,520, and 16-bit
+weighted sums lose most of their digits long before that.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ __all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_ma
 # (n_q, n_k) block of a large problem stays in cache while small batched
 # problems still go through NumPy in one call.
 _CHUNK_SCORES = 1 << 16
+
+
+def _working_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype scores, sums and weighted values are computed in: float32 for float16 data."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
 
 
 def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
@@ -47,18 +57,19 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
 
     Returns
     -------
-    ndarray, same shape as ``x``
+    ndarray, same shape and dtype as ``x``
         Non-negative weights summing to 1 along ``axis``. A slice in which
         nothing is allowed (all masked, or all ``-inf``) is all zeros, never
-        NaN.
+        NaN. float16 logits are computed in float32 (the sum of many weights
+        would overflow float16) and the weights returned as float16.
 
     Raises
     ------
     TypeError
         ``x`` is not real-valued, ``mask`` is not boolean, ``axis`` is not an int.
     ValueError
-        ``x`` holds NaN or ``+inf``, ``axis`` is out of range, or ``mask``
-        does not broadcast to ``x``.
+        ``x`` holds NaN or ``+inf``, ``axis`` is out of range, ``x`` has
+        length 0 along ``axis``, or ``mask`` does not broadcast to ``x``.
 
     Examples
     --------
@@ -83,7 +94,8 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
             raise TypeError(f"mask must be boolean (True = keep); got dtype {m.dtype}")
         m = _v.as_mask(m, "mask", x.shape)
         x = np.where(m, x, -np.inf)
-    return _softmax_inplace(np.array(x, copy=True), axis)
+    weights = _softmax_inplace(np.array(x, dtype=_working_dtype(x.dtype), copy=True), axis)
+    return weights.astype(x.dtype, copy=False)
 
 
 def _softmax_inplace(z: np.ndarray, axis: int, *, normalise: bool = True) -> np.ndarray:
@@ -241,7 +253,9 @@ def scaled_dot_product_attention(
     * There is no dropout argument: this library computes, it does not train.
 
     The dtype is kept (float16/32/64); lists and integer arrays give float64;
-    mixed dtypes follow NumPy's promotion.
+    mixed dtypes follow NumPy's promotion. float16 data is computed in float32
+    (scores, row sums and weighted values) and returned as float16, as in
+    PyTorch, so long rows neither overflow nor lose their small weights.
 
     Examples
     --------
@@ -285,18 +299,20 @@ def scaled_dot_product_attention(
     out = np.empty((n_batch, n_q, d_v), dtype=dtype)
     weights = np.empty((n_batch, n_q, n_k), dtype=dtype) if return_weights else None
     step = max(1, _CHUNK_SCORES // (n_q * n_k))
-    scale_t = dtype.type(scale)
+    work = _working_dtype(dtype)  # float16 data is computed in float32, as in PyTorch
+    scale_t = work.type(scale)
     c_max = min(step, n_batch)
-    buffer = np.empty((c_max, n_q, n_k), dtype=dtype)  # reused: no page faults per slice
+    buffer = np.empty((c_max, n_q, n_k), dtype=work)  # reused: no page faults per slice
     # V with a column of ones: one matmul gives both Σ_j e_ij v_j and the softmax sum Σ_j e_ij.
-    V1 = np.ones((c_max, n_k, d_v + 1), dtype=dtype)
-    result = np.empty((c_max, n_q, d_v + 1), dtype=dtype)
+    V1 = np.ones((c_max, n_k, d_v + 1), dtype=work)
+    result = np.empty((c_max, n_q, d_v + 1), dtype=work)
     for start in range(0, n_batch, step):
         sl = slice(start, start + step)
         c = len(Qf[sl])
         scores = buffer[:c]
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
-            np.matmul(Qf[sl] * scale_t, Kf[sl].swapaxes(-1, -2), out=scores)  # (c, n_q, n_k)
+            q_scaled = Qf[sl].astype(work, copy=False) * scale_t  # (c, n_q, d_k)
+            np.matmul(q_scaled, Kf[sl].swapaxes(-1, -2).astype(work, copy=False), out=scores)  # (c, n_q, n_k)
         if Mf is not None:
             if Mf.dtype.kind == "b":
                 np.copyto(scores, -np.inf, where=~Mf[sl])
@@ -305,7 +321,7 @@ def scaled_dot_product_attention(
         peak = scores.max(axis=-1, keepdims=True)  # (c, n_q, 1)
         if (np.isposinf(peak) | np.isnan(peak)).any():  # +inf or inf - inf in Q Kᵀ
             raise ValueError(
-                f"the scores Q Kᵀ · scale overflow {dtype} (largest |Q| = {np.abs(Q).max():.3g}, "
+                f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
                 f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
             )
         empty = np.isneginf(peak)  # rows with nothing allowed

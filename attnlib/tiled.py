@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
+from attnlib.core import _working_dtype
 
 __all__ = ["tiled_attention"]
 
@@ -80,7 +81,8 @@ def tiled_attention(
     ndarray, shape (..., n_q, d_v)
         Leading dimensions are those of ``Q``, ``K`` and ``V`` broadcast
         together; the dtype follows NumPy's promotion as in
-        :func:`attnlib.core.scaled_dot_product_attention`.
+        :func:`attnlib.core.scaled_dot_product_attention` (float16 data is
+        computed in float32 and returned as float16).
 
     Raises
     ------
@@ -130,24 +132,25 @@ def tiled_attention(
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
     dtype = np.result_type(Q, K, V)
-    scale_t = dtype.type(scale)
-    Q = Q.astype(dtype, copy=False)
-    K = K.astype(dtype, copy=False)
+    work = _working_dtype(dtype)  # float16 data is computed in float32, as in core and PyTorch
+    scale_t = work.type(scale)
+    Q = Q.astype(work, copy=False)
+    K = K.astype(work, copy=False)
     bq = min(block_q, n_q)
     bk = min(block_k, n_k)
 
     # V with a column of ones: S_block @ V1_block gives (Σ_j e_ij v_j, Σ_j e_ij) in one product.
-    V1 = np.ones(V.shape[:-1] + (d_v + 1,), dtype=dtype)  # (..., n_k, d_v + 1)
+    V1 = np.ones(V.shape[:-1] + (d_v + 1,), dtype=work)  # (..., n_k, d_v + 1)
     V1[..., :d_v] = V
     out = np.empty(batch + (n_q, d_v), dtype=dtype)  # (..., n_q, d_v)
 
     # Reusable flat buffers; _buffer() gives contiguous views of any smaller block shape.
     n_batch = math.prod(batch)
-    scores_buf = np.empty(n_batch * bq * bk, dtype=dtype)
-    q_buf = np.empty(math.prod(Q.shape[:-2]) * bq * d_k, dtype=dtype)
-    acc_buf = np.empty(n_batch * bq * (d_v + 1), dtype=dtype)
+    scores_buf = np.empty(n_batch * bq * bk, dtype=work)
+    q_buf = np.empty(math.prod(Q.shape[:-2]) * bq * d_k, dtype=work)
+    acc_buf = np.empty(n_batch * bq * (d_v + 1), dtype=work)
     tmp_buf = np.empty_like(acc_buf)
-    state_buf = np.empty(3 * n_batch * bq, dtype=dtype)
+    state_buf = np.empty(3 * n_batch * bq, dtype=work)
 
     for i0 in range(0, n_q, bq):
         i1 = min(i0 + bq, n_q)
@@ -173,7 +176,7 @@ def tiled_attention(
             np.max(s, axis=-1, keepdims=True, out=m_new)  # (..., rows, 1)
             if (np.isposinf(m_new) | np.isnan(m_new)).any():  # +inf or inf - inf in Q Kᵀ
                 raise ValueError(
-                    f"the scores Q Kᵀ · scale overflow {dtype} (largest |Q| = {np.abs(Q).max():.3g}, "
+                    f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
                     f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
                 )
             np.maximum(m_new, m, out=m_new)

@@ -729,3 +729,43 @@ def test_bad_input_catalogue_is_large_and_distinct():
     ids = [p.id for p in BAD_INPUTS]
     assert len(ids) == len(set(ids)) >= 20
     assert len({p.values[2] for p in BAD_INPUTS}) == len(BAD_INPUTS)  # every message pattern differs
+
+
+# float16: computed in float32, returned as float16 (as PyTorch does). A row sum of n_k weights up to 1
+# overflows float16 (largest finite 65,504) once n_k reaches about 65,520: before this rule attnlib returned
+# all-zero rows there, or NaN for equal keys.
+
+LONG_ROWS = [65_536, 131_072]
+
+
+@pytest.mark.parametrize("n_k", LONG_ROWS)
+def test_float16_softmax_of_a_long_row_is_uniform_not_zero(n_k: int) -> None:
+    w = softmax(np.zeros((2, n_k), dtype=np.float16))
+    assert w.dtype == np.float16
+    np.testing.assert_allclose(w.astype(np.float64), 1.0 / n_k, rtol=1e-3)
+    np.testing.assert_allclose(w.astype(np.float64).sum(axis=-1), 1.0, rtol=2e-3)
+
+
+@pytest.mark.parametrize("n_k", LONG_ROWS)
+def test_float16_softmax_of_a_long_random_row_matches_float64(n_k: int) -> None:
+    x = np.random.default_rng(n_k).standard_normal(n_k).astype(np.float16)
+    got = softmax(x)
+    want = softmax(x.astype(np.float64))
+    assert got.dtype == np.float16
+    # Weights this small are float16 subnormals, spaced 2**-24 apart: half of that is the best possible.
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2.0**-25)
+
+
+@pytest.mark.parametrize("n_k", LONG_ROWS)
+@pytest.mark.parametrize("equal_keys", [False, True], ids=["random_keys", "equal_keys"])
+def test_float16_attention_over_long_rows_matches_float64(n_k: int, equal_keys: bool) -> None:
+    rng = np.random.default_rng(n_k)
+    Q = rng.standard_normal((3, 16)).astype(np.float16)  # (n_q, d_k)
+    K = np.ones((n_k, 16), np.float16) if equal_keys else rng.standard_normal((n_k, 16)).astype(np.float16)
+    V = rng.standard_normal((n_k, 8)).astype(np.float16)  # (n_k, d_v)
+    want = scaled_dot_product_attention(Q.astype(np.float64), K.astype(np.float64), V.astype(np.float64))
+    got, weights = scaled_dot_product_attention(Q, K, V, return_weights=True)
+    assert got.dtype == weights.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3)
+    np.testing.assert_allclose(weights.astype(np.float64).sum(axis=-1), 1.0, rtol=2e-3)
+    assert np.abs(want).max() > 1e-3, "the reference is not trivially zero, so zeros would fail"

@@ -132,3 +132,41 @@ def test_mystnb_plugin_drops_only_our_plotly_mimetype() -> None:
     assert MystNbPlotlyMime.handle_mime(None, _Mime(PLOTLY_MIMETYPE, ours), False) == []
     assert MystNbPlotlyMime.handle_mime(None, _Mime(PLOTLY_MIMETYPE, {}), False) is None  # myst-nb warns
     assert MystNbPlotlyMime.handle_mime(None, _Mime("text/html", ours), False) is None
+
+
+# Machine independence: a figure's stored JSON must not change when its numbers move by a few ulps,
+# as they do on another CPU, BLAS kernel or summation order.
+
+
+def _figure(z: np.ndarray) -> StaticFigure:
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(z.shape[1]), text=[["a"] * z.shape[1]] * z.shape[0]))
+    return StaticFigure(fig, div_id="ulp", caption="A heatmap.", alt="A heatmap of random numbers.")
+
+
+def test_figure_floats_are_rounded_to_six_significant_digits() -> None:
+    z = np.array([[1 / 3, 2e-5 / 3], [123456.789, -0.0]])
+    data = _figure(z).to_plotly_json()["data"][0]
+    assert data["z"] == [[0.333333, 6.66667e-06], [123457.0, -0.0]]
+    assert data["x"] == [0, 1], "integer arrays stay integers"
+
+
+def test_typed_arrays_are_stored_as_plain_lists() -> None:
+    html = _figure(np.eye(2) / 7).to_html()
+    assert "bdata" not in html and "0.142857" in html
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_figure_json_is_the_same_when_every_number_moves_by_one_ulp(seed: int) -> None:
+    z = np.random.default_rng(seed).standard_normal((40, 40))
+    for direction in (np.inf, -np.inf):
+        moved = np.nextafter(z, direction)
+        assert not np.array_equal(moved, z)
+        assert _figure(moved).to_plotly_json() == _figure(z).to_plotly_json()
+        assert _figure(moved).to_html() == _figure(z).to_html()
+
+
+def test_rounding_is_what_makes_the_json_machine_independent() -> None:
+    """Guard the guard: without rounding, a one-ulp move changes the stored JSON."""
+    z = np.random.default_rng(0).standard_normal((4, 4))
+    raw = [go.Figure(go.Heatmap(z=a)).to_plotly_json() for a in (z, np.nextafter(z, np.inf))]
+    assert np.asarray(raw[0]["data"][0]["z"]).tolist() != np.asarray(raw[1]["data"][0]["z"]).tolist()

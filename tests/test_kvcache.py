@@ -331,3 +331,21 @@ def test_bad_input_catalogue_is_distinct():
     ids = [p.id for p in BAD_INPUTS]
     assert len(ids) == len(set(ids)) >= 20
     assert len({p.values[2] for p in BAD_INPUTS}) == len(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("n_k", [65_536, 131_072])
+def test_float16_cache_attends_over_long_prefixes_like_float64(n_k: int) -> None:
+    """The cache's float16 rows are attended in float32 (as PyTorch does), not summed in float16."""
+    rng = np.random.default_rng(n_k)
+    K = rng.standard_normal((n_k, 16))  # (n_k, d_k)
+    V = rng.standard_normal((n_k, 8))  # (n_k, d_v)
+    q = rng.standard_normal((2, 16))  # (t, d_k): the last two positions
+    cache = KVCache(d_k=16, d_v=8, dtype=np.float16)
+    cache.append(K, V)
+    got = cache.attend(q.astype(np.float16))
+    K16, V16, q16 = (a.astype(np.float16).astype(np.float64) for a in (K, V, q))
+    mask = np.tri(2, n_k, k=n_k - 2, dtype=bool)  # (t, n): row i sees keys j <= n - t + i
+    want = scaled_dot_product_attention(q16, K16, V16, mask)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3)
+    assert np.abs(want).max() > 1e-3

@@ -349,3 +349,18 @@ def test_bad_input_catalogue_is_distinct():
     ids = [p.id for p in BAD_INPUTS]
     assert len(ids) == len(set(ids)) >= 20
     assert len({p.values[2] for p in BAD_INPUTS}) == len(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("n_k", [65_536, 131_072])
+@pytest.mark.parametrize("equal_keys", [False, True], ids=["random_keys", "equal_keys"])
+def test_float16_tiles_accumulate_in_float32_over_long_rows(n_k: int, equal_keys: bool) -> None:
+    """A running sum l of n_k terms up to 1 would overflow float16 (65,504); it is kept in float32."""
+    rng = np.random.default_rng(n_k)
+    Q = rng.standard_normal((3, 16)).astype(np.float16)  # (n_q, d_k)
+    K = np.ones((n_k, 16), np.float16) if equal_keys else rng.standard_normal((n_k, 16)).astype(np.float16)
+    V = rng.standard_normal((n_k, 8)).astype(np.float16)  # (n_k, d_v)
+    want = scaled_dot_product_attention(Q.astype(np.float64), K.astype(np.float64), V.astype(np.float64))
+    got = tiled_attention(Q, K, V, block_q=2, block_k=8192)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3)
+    assert np.abs(want).max() > 1e-3, "the reference is not trivially zero, so zeros would fail"

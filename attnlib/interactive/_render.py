@@ -10,8 +10,11 @@ was computed in Python. In a notebook it displays as a bundle of two outputs:
 * ``application/vnd.plotly.v1+json``: the same figure for JupyterLab, VS Code
   and other front ends that render Plotly's own mimetype.
 
-The output is deterministic (a fixed ``div_id``, no uids, no timestamps), so
-nbval can compare it from run to run.
+The output is deterministic (a fixed ``div_id``, no uids, no timestamps) and the
+same on every machine: every float in the figure is rounded to
+:data:`FIGURE_SIGNIFICANT_DIGITS` significant digits, far coarser than the last-bit
+differences that another CPU, BLAS kernel or summation order leaves in a computed
+value, and far finer than a screen can show. So nbval can compare it anywhere.
 
 :class:`MystNbPlotlyMime` is a myst-nb mime-render plugin (entry point group
 ``myst_nb.mime_renderers``): it tells myst-nb that the Plotly mimetype of a
@@ -22,15 +25,18 @@ bare Plotly output without that HTML still warns.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import math
 import re
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["PLOTLY_CONFIG", "PLOTLY_MIMETYPE", "StaticFigure", "show"]
+__all__ = ["FIGURE_SIGNIFICANT_DIGITS", "PLOTLY_CONFIG", "PLOTLY_MIMETYPE", "StaticFigure", "show"]
 
 PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
 
@@ -44,6 +50,33 @@ PLOTLY_CONFIG: dict[str, Any] = {
     "responsive": True,
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
+
+#: Significant digits of every float a StaticFigure stores (its data, layout and slider states).
+FIGURE_SIGNIFICANT_DIGITS = 6
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` (plain JSON) with every float rounded to FIGURE_SIGNIFICANT_DIGITS significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{FIGURE_SIGNIFICANT_DIGITS}g}") if math.isfinite(value) else value
+    if isinstance(value, dict) and {"dtype", "bdata"} <= value.keys():
+        return _rounded(_decoded(value))
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
+
+
+def _decoded(typed_array: dict[str, Any]) -> list[Any]:
+    """A Plotly typed array (``{"dtype", "bdata", "shape"}``, base64 bytes) as nested lists."""
+    array = np.frombuffer(base64.b64decode(typed_array["bdata"]), dtype=typed_array["dtype"])
+    shape = typed_array.get("shape")
+    if shape is not None:
+        shape = [int(n) for n in str(shape).split(",")] if isinstance(shape, str) else list(shape)
+        array = array.reshape(shape)
+    return array.tolist()
+
 
 # Marks the outputs of StaticFigure, so the myst-nb plugin drops only their Plotly mimetype.
 _OUTPUT_MARK = "attnlib.interactive"
@@ -86,7 +119,8 @@ class StaticFigure:
 
     Examples
     --------
-    >>> import plotly.graph_objects as go
+    >>> import numpy as np
+import plotly.graph_objects as go
     >>> sf = StaticFigure(go.Figure(go.Bar(y=[1, 2])), div_id="demo", caption="Two bars.",
     ...                   alt="A bar chart with two bars, 1 and 2.")
     >>> sf.to_html() == sf.to_html()
@@ -114,7 +148,7 @@ class StaticFigure:
         """The ``<figure>`` for the static page; it needs ``window.Plotly`` defined before it runs."""
         height = self.fig.layout.height
         plot = pio.to_html(
-            self.fig,
+            self._figure_json(),
             include_plotlyjs=False,
             include_mathjax=False,
             full_html=False,
@@ -132,9 +166,14 @@ class StaticFigure:
             "</figure>"
         )
 
+    def _figure_json(self) -> dict[str, Any]:
+        """Data and layout as plain JSON (arrays as lists, no uids), floats rounded."""
+        fig_json = json.loads(pio.to_json(self.fig, validate=True, remove_uids=True, engine="json"))
+        return _rounded(fig_json)
+
     def to_plotly_json(self) -> dict[str, Any]:
         """The figure as Plotly's mimetype holds it (data, layout, config), as plain JSON."""
-        fig_dict = json.loads(pio.to_json(self.fig, validate=True, remove_uids=True))
+        fig_dict = self._figure_json()
         fig_dict["config"] = dict(PLOTLY_CONFIG)
         return fig_dict
 
