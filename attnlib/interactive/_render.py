@@ -119,8 +119,7 @@ class StaticFigure:
 
     Examples
     --------
-    >>> import numpy as np
-import plotly.graph_objects as go
+    >>> import plotly.graph_objects as go
     >>> sf = StaticFigure(go.Figure(go.Bar(y=[1, 2])), div_id="demo", caption="Two bars.",
     ...                   alt="A bar chart with two bars, 1 and 2.")
     >>> sf.to_html() == sf.to_html()
