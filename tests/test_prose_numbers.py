@@ -4,9 +4,9 @@ A number with two or more decimals (``0.27``, ``-1.386``, ``12.50``) in a markdo
 notebook must either be inserted by a glue role (``{glue}``, ``{glue:text}``, ``{glue:md}``,
 ``{glue:math}``), whose value the build computes, or appear verbatim in the notebook's stored
 printed outputs (stream text and the ``text/plain`` of execute results and display data, which
-nbval re-checks against a fresh run), as a substring that starts where a printed number starts
-(``0.52`` is found in ``[0.525 0.475]`` and in ``0.52``, not in ``10.52``). A typed number that
-the code does not print is exactly the kind of number that goes stale when the library changes.
+nbval re-checks against a fresh run) as a whole printed number: ``0.52`` is found in ``[0.52 0.48]``
+and in ``0.52%``, not in ``0.5299``, ``0.525`` or ``10.52``. A typed number that the code does not
+print exactly is the kind of number that goes stale, or is quietly rounded, when the library changes.
 
 Before scanning, the text that is not prose is blanked out: glue, citation and cross-reference
 roles, MyST substitutions, URLs and link targets, labels, HTML comments. Everything else counts,
@@ -84,8 +84,8 @@ def _text(value: str | list[str]) -> str:
 
 
 def _is_printed(number: str, printed: str) -> bool:
-    """``number`` occurs in ``printed``, not as the tail of a longer number (``0.12`` in ``10.123``)."""
-    return re.search(r"(?<![\d.])" + re.escape(number), printed) is not None
+    """``number`` occurs in ``printed`` as a whole number, not inside another (``0.12`` in ``10.123``)."""
+    return re.search(r"(?<![\d.])" + re.escape(number) + r"(?!\d)", printed) is not None
 
 
 def typed_numbers(nb: nbformat.NotebookNode) -> list[TypedNumber]:
@@ -188,9 +188,14 @@ def test_scanner_accepts_printed_numbers() -> None:
     assert _numbers(_nb(text, display)) == ["0.2689", "0.7311"]  # HTML does not count
 
 
-def test_scanner_needs_the_printed_number_to_start_where_the_quote_starts() -> None:
+def test_scanner_needs_the_whole_printed_number() -> None:
     printed = new_output("stream", name="stdout", text="[10.2689 0.73115]\n")
-    assert _numbers(_nb("Quoted: 0.2689 and 0.7311.", printed)) == ["0.2689"]
+    assert _numbers(_nb("Quoted: 0.2689 and 0.7311.", printed)) == ["0.2689", "0.7311"]
+
+
+def test_scanner_refuses_a_quote_that_drops_printed_digits() -> None:
+    printed = new_output("stream", name="stdout", text="weight 0.5299, ratio 1.25x, share 0.37%\n")
+    assert _numbers(_nb("The weight is 0.52, the share 0.37 %, the ratio 1.25.", printed)) == ["0.52"]
 
 
 def test_scanner_ignores_what_is_not_a_decimal_in_the_prose() -> None:
