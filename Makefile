@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit notebooks browser bench execute clean
+.PHONY: help venv test-deps book build test lint unit notebooks nbval nbval-nudged browser bench execute clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
 	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares)"
+	@echo "make nbval-nudged NBVAL=book/03_scaling.ipynb  nbval with every random draw and exp one ulp off"
 
 # Reinstall only when a requirements file changed.
 $(BIN)/.reader-installed: requirements.txt pyproject.toml
@@ -45,8 +46,19 @@ lint: test-deps
 unit: test-deps
 	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser
 
+# nbval twice, side by side: as stored, and in a kernel whose random draws and exp results are one ulp
+# off (tests/reproducibility/nudge.py), where an output that depends on this CPU's rounding changes.
+NBVAL ?= book/
+NUDGED := _build/nudged-ipython
 notebooks: test-deps
-	$(BIN)/python -m pytest -q --nbval book/
+	$(MAKE) --no-print-directory -j2 nbval nbval-nudged
+
+nbval: test-deps
+	$(BIN)/python -m pytest -q --nbval $(NBVAL)
+
+nbval-nudged: test-deps
+	rm -rf $(NUDGED) && $(BIN)/python tests/reproducibility/nudge.py $(NUDGED)
+	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(BIN)/python -m pytest -q --nbval $(NBVAL)
 
 browser: test-deps build
 	$(BIN)/python -m pytest -q tests/browser
