@@ -44,7 +44,9 @@ def test_exp_moves_by_one_ulp_except_where_every_machine_agrees() -> None:
     np.testing.assert_array_equal(nudged[~moved], plain[~moved])
     np.testing.assert_array_equal(inplace, nudged)
     assert nudge._nudged_exp(1.0) == np.nextafter(np.e, np.inf) and nudge._nudged_exp(0.0) == 1.0
-    assert nudge._nudged_exp(np.float32(1.0)).dtype == np.float32
+    assert nudge._nudged_exp(np.float32(1.0)) == np.nextafter(np.exp(np.float32(1.0)), np.float32(np.inf))
+    half = np.array([0.5, 2.0], dtype=np.float16)
+    np.testing.assert_array_equal(nudge._nudged_exp(half), np.exp(half))  # float16: left alone
 
 
 def test_a_kernel_started_with_the_profile_is_nudged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
