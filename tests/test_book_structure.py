@@ -130,3 +130,29 @@ def test_every_image_has_alt_text(path: Path) -> None:
         if any("image/png" in out.get("data", {}) for out in cell.get("outputs", [])):
             alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
             assert len(alt) > 20, f"{path.name} cell {i}: a figure without alt text (mystnb.image.alt)"
+
+
+# Provenance a reader can follow: the book and attnlib cite public sources from references.bib and
+# never point to documents a reader cannot see.
+UNFOLLOWABLE = re.compile(
+    r"reference documents?|commissioned|\bdocument\s*0\d\d\b|shared/seeds", flags=re.IGNORECASE
+)
+PROVENANCE_FILES = sorted(
+    [*BOOK.rglob("*.md"), *BOOK.glob("*.ipynb"), *BOOK.glob("*.bib"), *(ROOT / "attnlib").rglob("*.py")]
+)
+
+
+@pytest.mark.parametrize("path", PROVENANCE_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_pointer_to_documents_a_reader_cannot_see(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    hits = [
+        f"line {text.count(chr(10), 0, m.start()) + 1}: {text[max(0, m.start() - 40) : m.end() + 40]!r}"
+        for m in UNFOLLOWABLE.finditer(text)
+    ]
+    assert not hits, f"{path.relative_to(ROOT)} points to unpublished documents:\n  " + "\n  ".join(hits)
+
+
+def test_provenance_pattern_finds_what_it_should() -> None:
+    for text in ("see reference document 004", "the book was commissioned from", "Document 003"):
+        assert UNFOLLOWABLE.search(text), text
+    assert not UNFOLLOWABLE.search("a published model such as GPT-2; see the documentation")
