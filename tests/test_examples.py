@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -88,3 +89,32 @@ def test_abc_data_reads_as_documented():
     assert ex.Q.tolist() == [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]  # east, north-east, north
     assert ex.V.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]  # unit vectors and their midpoint
     assert ex.X is None
+
+
+# Provenance a reader can follow: the examples are the book's own. No source string or docstring
+# may point at documents the reader cannot see, at internal paths, or call the examples "published".
+_UNTRACEABLE = re.compile(
+    r"reference doc|document|commission|published|seeds|\bdoc(?:ument)?\.?\s*\d", re.IGNORECASE
+)
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_source_names_no_untraceable_document(name):
+    ex = FACTORIES[name]()
+    assert not _UNTRACEABLE.search(ex.source), ex.source
+    assert "book" in ex.source  # the examples are the book's own
+    assert not _UNTRACEABLE.search(FACTORIES[name].__doc__), FACTORIES[name].__doc__
+
+
+def test_module_docstrings_name_no_untraceable_document():
+    import attnlib.examples as module
+
+    for doc in (module.__doc__, Example.__doc__):
+        assert not _UNTRACEABLE.search(doc), doc
+
+
+def test_untraceable_pattern_catches_the_old_wording():
+    for old in ("see document 3", "the reference docs", "the book's commission",
+                "a published worked example", "``shared/seeds``"):
+        assert _UNTRACEABLE.search(old), old
+    assert not _UNTRACEABLE.search("the book's 3-token example in 2-D, small enough to draw")
