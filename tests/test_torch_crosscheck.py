@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import scaled_dot_product_attention, softmax
 
 torch = pytest.importorskip(
     "torch",
@@ -154,3 +154,20 @@ def test_fully_masked_rows_attnlib_gives_zeros_and_torch_agrees_since_2_5(mask_k
         assert (theirs[empty] == 0.0).all()
     else:  # pragma: no cover - old torch
         assert np.isnan(theirs[empty]).all()
+
+
+@pytest.mark.parametrize("n_k", [65_536, 131_072])
+def test_float16_long_rows_agree_with_torch(n_k: int) -> None:
+    """float16 softmax and SDPA over rows whose weight sum exceeds float16's largest value (65,504)."""
+    rng = np.random.default_rng(n_k)
+    x = rng.standard_normal((2, n_k)).astype(np.float16)
+    want = torch.softmax(torch.from_numpy(x), dim=-1).numpy()
+    got = softmax(x)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=2.0**-24)
+    Q, K = (rng.standard_normal(s).astype(np.float16) for s in ((1, 2, 16), (1, n_k, 16)))
+    V = rng.standard_normal((1, n_k, 8)).astype(np.float16)
+    want = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, V))).numpy()
+    got = scaled_dot_product_attention(Q, K, V)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), atol=2e-3)
