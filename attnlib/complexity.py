@@ -30,6 +30,7 @@ differences.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import statistics
@@ -584,7 +585,9 @@ class ModelConfig:
     d_head : int
         Width of one head's queries and keys (``d_k``).
     max_context : int
-        Longest sequence, in tokens, the model was trained on (``n``).
+        Longest sequence, in tokens, the model was (pre-)trained on (``n``).
+        For ViT-L/16 this is the pre-training resolution's 197 tokens; the
+        model is fine-tuned at higher resolutions, with more patches.
     n_kv_heads : int
         Key/value heads; fewer than ``n_heads`` under grouped-query attention,
         which shrinks ``K`` and ``V`` but not the number of scores.
@@ -659,7 +662,7 @@ MODEL_CONFIGS: tuple[ModelConfig, ...] = (
 
 @dataclass(frozen=True)
 class ModelScale:
-    """One model's attention at its maximum context.
+    """One model's attention at its training context.
 
     Attributes
     ----------
@@ -719,7 +722,7 @@ class AttentionScaleTable:
         Examples
         --------
         >>> print(attention_scale_table().table().splitlines()[0])
-        attention scores at maximum context, batch 1, 2 bytes per score (binary units: 1 GiB = 2^30 B)
+        attention scores at training context, batch 1, 2 bytes per score (binary units: 1 GiB = 2^30 B)
         """
         header = ("model", "layers", "heads", "d_head", "n", "scores/layer", "scores/forward",
                   "bytes/layer", "bytes/forward", "source")
@@ -737,7 +740,7 @@ class AttentionScaleTable:
             pairs = enumerate(zip(cells, widths, strict=True))
             return "  ".join(f"{c:<{w}}" if i in left else f"{c:>{w}}" for i, (c, w) in pairs).rstrip()
 
-        title = (f"attention scores at maximum context, batch 1, {self.dtype_bytes} bytes per score "
+        title = (f"attention scores at training context, batch 1, {self.dtype_bytes} bytes per score "
                  "(binary units: 1 GiB = 2^30 B)")
         return "\n".join([title, line(header), *(line(row) for row in body)])
 
@@ -745,11 +748,11 @@ class AttentionScaleTable:
 def attention_scale_table(
     configs: Sequence[ModelConfig] = MODEL_CONFIGS, dtype_bytes: int = 2
 ) -> AttentionScaleTable:
-    """Score counts and score-tensor memory of published models at their maximum context.
+    """Score counts and score-tensor memory of published models at their training context.
 
-    For a model with ``L`` layers, ``h`` query heads and context ``n``, one
-    layer's self-attention makes ``h · n²`` scores (one ``n × n`` matrix per
-    head) and a forward pass ``L · h · n²``. The memory columns are those
+    For a model with ``L`` layers, ``H`` query heads and context ``n``, one
+    layer's self-attention makes ``H · n²`` scores (one ``n × n`` matrix per
+    head) and a forward pass ``L · H · n²``. The memory columns are those
     counts times ``dtype_bytes``: what the score tensors would occupy if they
     were materialised, at batch size 1 (a forward pass keeps all layers only
     when training stores them for the backward pass). Grouped-query attention
@@ -824,13 +827,13 @@ def projection_flops(n: int, d_model: int, n_heads: int, n_kv_heads: int, d_head
     ====== ====================================================== ==========================================
     name   product                                                FLOPs
     ====== ====================================================== ==========================================
-    Q      ``X W_Q``: ``(n, d_model) @ (d_model, h·d_head)``      ``n·h·d_head·(2·d_model − 1)``
-    K      ``X W_K``: ``(n, d_model) @ (d_model, h_kv·d_head)``   ``n·h_kv·d_head·(2·d_model − 1)``
-    V      ``X W_V``: ``(n, d_model) @ (d_model, h_kv·d_head)``   ``n·h_kv·d_head·(2·d_model − 1)``
-    O      ``O W_O``: ``(n, h·d_head) @ (h·d_head, d_model)``     ``n·d_model·(2·h·d_head − 1)``
+    Q      ``X W_Q``: ``(n, d_model) @ (d_model, H·d_head)``      ``n·H·d_head·(2·d_model − 1)``
+    K      ``X W_K``: ``(n, d_model) @ (d_model, H_kv·d_head)``   ``n·H_kv·d_head·(2·d_model − 1)``
+    V      ``X W_V``: ``(n, d_model) @ (d_model, H_kv·d_head)``   ``n·H_kv·d_head·(2·d_model − 1)``
+    O      ``O W_O``: ``(n, H·d_head) @ (H·d_head, d_model)``     ``n·d_model·(2·H·d_head − 1)``
     ====== ====================================================== ==========================================
 
-    with ``h = n_heads`` query heads and ``h_kv = n_kv_heads`` key–value heads
+    with ``H = n_heads`` query heads and ``H_kv = n_kv_heads`` key–value heads
     (fewer under grouped-query attention). Biases are not counted. The total
     is linear in ``n``, against the ``n²`` of attention itself.
 
@@ -887,8 +890,8 @@ class LayerCrossover:
         The layer's shape.
     leading : float
         ``d_model · (1 + n_kv_heads / n_heads)``: where the leading terms,
-        ``2·n²·h·d_head`` multiply-adds of attention against
-        ``n·d_model·d_head·(2h + 2h_kv)`` of the projections, are equal.
+        ``2·n²·H·d_head`` multiply-adds of attention against
+        ``n·d_model·d_head·(2H + 2H_kv)`` of the projections, are equal.
     exact : int
         The smallest ``n`` at which ``n_heads`` heads of attention, counted by
         :func:`flop_counts` (softmax included), take at least as many FLOPs as
@@ -907,15 +910,15 @@ def layer_crossover(d_model: int, n_heads: int, n_kv_heads: int, d_head: int) ->
     """The sequence length from which attention's ``n²`` work exceeds the projections' work.
 
     Attention over ``n`` tokens costs ``n_heads · flop_counts(n, n, d_head,
-    d_head).flops = h·((4·d_head + 4)·n² − (d_head + 2)·n)`` FLOPs, the
+    d_head).flops = H·((4·d_head + 4)·n² − (d_head + 2)·n)`` FLOPs, the
     projections :func:`projection_flops` ``= n·P`` with ``P`` independent of
     ``n``. Dividing both by ``n`` leaves two linear functions of ``n``, so
     attention costs at least as much exactly from
-    ``n = ⌈(P + h·(d_head + 2)) / (h·(4·d_head + 4))⌉`` on (``exact``). Keeping
-    only the leading terms gives ``n* = d_model·(1 + h_kv/h)`` (``leading``):
+    ``n = ⌈(P + H·(d_head + 2)) / (H·(4·d_head + 4))⌉`` on (``exact``). Keeping
+    only the leading terms gives ``n* = d_model·(1 + H_kv/H)`` (``leading``):
     ``2·d_model`` without grouped-query attention, ``2·d`` for a single head of
     width ``d``. The exact crossing comes a little earlier, because the
-    softmax adds ``4·h·n²`` FLOPs to the products.
+    softmax adds ``4·H·n²`` FLOPs to the products.
 
     Parameters
     ----------
@@ -1196,6 +1199,52 @@ class AttentionTiming:
         """:func:`fit_power_law` of the medians against ``ns``."""
         return fit_power_law(self.ns, self.medians, confidence)
 
+    @property
+    def quartiles(self) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper quartiles ``(q1, q3)`` of the times per ``n``, in seconds.
+
+        Each is ``(len(ns),)``; ``q3 − q1`` is the interquartile range (IQR),
+        the spread of the middle half of the calls at that size
+        (:func:`numpy.quantile`, linear interpolation).
+        """
+        q1, q3 = np.quantile(self.times, [0.25, 0.75], axis=1)  # each (len(ns),)
+        return q1, q3
+
+    def inversions(self) -> tuple[tuple[int, int], ...]:
+        """Neighbouring sizes whose median time did not rise with ``n``.
+
+        The sizes are taken in increasing order; a pair ``(n_a, n_b)`` with
+        ``n_a < n_b`` is listed when ``median(n_b) <= median(n_a)``: the larger
+        problem took no longer than the smaller one. The count predicts a time
+        that rises with ``n``, so a pair here means that something other than
+        the computation (another process, a change of clock speed, a
+        different BLAS kernel for one size) moved that run's medians.
+
+        Returns
+        -------
+        tuple of (int, int)
+            Empty when every median is above the one of the next smaller size.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> t = np.array([[1.0, 1.0], [3.0, 3.0], [2.0, 2.0]])  # (len(ns), repeats), seconds
+        >>> timing = AttentionTiming((10, 20, 30), 8, "float32", np.median(t, axis=1), t)
+        >>> timing.inversions(), timing.rises_with_n
+        (((20, 30),), False)
+        """
+        order = sorted(range(len(self.ns)), key=lambda i: self.ns[i])
+        return tuple(
+            (self.ns[a], self.ns[b])
+            for a, b in itertools.pairwise(order)
+            if self.ns[b] > self.ns[a] and self.medians[b] <= self.medians[a]
+        )
+
+    @property
+    def rises_with_n(self) -> bool:
+        """Whether the median time rises with ``n`` at every step (no :meth:`inversions`)."""
+        return not self.inversions()
+
 
 def time_attention(
     ns: Sequence[int],
@@ -1211,9 +1260,11 @@ def time_attention(
     and attention is called once to warm up (allocation, thread pools). Then
     ``repeats`` rounds each time one call per ``n`` with
     :func:`time.perf_counter`, the sizes interleaved so that a slow spell of
-    a shared machine falls on every ``n`` alike rather than on one; the median
-    per ``n`` ignores the occasional slow call. Inputs for all sizes are held
-    at once (``3·n·d`` elements each).
+    a shared machine falls on every ``n`` alike rather than on one. The
+    median per ``n`` does not move with slow calls as long as they are fewer
+    than half of the calls at that size; ``.quartiles`` gives the spread and
+    ``.inversions()`` the sizes whose medians did not rise with ``n``.
+    Inputs for all sizes are held at once (``3·n·d`` elements each).
 
     The warm-up and the timed calls run with the BLAS thread pool limited to
     ``threads`` (through ``threadpoolctl.threadpool_limits``). One thread is
@@ -1241,7 +1292,8 @@ def time_attention(
     Returns
     -------
     AttentionTiming
-        ``.medians`` and ``.times`` in seconds; ``.fit()`` gives the exponent.
+        ``.medians``, ``.quartiles`` and ``.times`` in seconds; ``.fit()``
+        gives the exponent, ``.rises_with_n`` whether the medians rise with ``n``.
 
     Raises
     ------
@@ -1328,6 +1380,34 @@ class TimingComparison:
                 raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
         return self.medians[a] / self.medians[b]
 
+    def round_ratios(self, a: str, b: str) -> np.ndarray:
+        """``times[a][r] / times[b][r]`` for every round ``r``: the ratio of two calls made side by side.
+
+        The candidates are called one after the other in each round, so a
+        slow spell of the machine tends to hit both calls of a round; the
+        spread of these paired ratios says whether one candidate was
+        consistently faster, which the ratio of the medians alone does not.
+
+        Returns
+        -------
+        (repeats,) ndarray
+
+        Raises
+        ------
+        KeyError
+            ``a`` or ``b`` is not a candidate.
+
+        Examples
+        --------
+        >>> c = compare_times({"one": lambda: None, "two": lambda: None}, repeats=4)
+        >>> c.round_ratios("one", "two").shape
+        (4,)
+        """
+        for name in (a, b):
+            if name not in self.times:
+                raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
+        return np.array(self.times[a]) / np.array(self.times[b])  # (repeats,)
+
 
 def compare_times(
     candidates: Mapping[str, Callable[[], object]],
@@ -1340,8 +1420,9 @@ def compare_times(
     pools), in the order given. Then ``repeats`` rounds each time one call of
     every candidate with :func:`time.perf_counter`, in the same order, so that
     a slow spell of a shared machine falls on all candidates alike rather than
-    on one; the median per candidate ignores the occasional slow call. Return
-    values are discarded.
+    on one. The median per candidate does not move with slow calls as long as
+    they are fewer than half; ``.round_ratios(a, b)`` gives the paired ratio
+    of every round. Return values are discarded.
 
     The warm-up and the timed calls run with the BLAS thread pool limited to
     ``threads`` (through ``threadpoolctl.threadpool_limits``); one thread by
@@ -1362,7 +1443,8 @@ def compare_times(
     Returns
     -------
     TimingComparison
-        ``.times`` and ``.medians`` by name, in seconds; ``.ratio(a, b)``.
+        ``.times`` and ``.medians`` by name, in seconds; ``.ratio(a, b)`` and
+        ``.round_ratios(a, b)``.
 
     Raises
     ------
@@ -1482,7 +1564,11 @@ class VariantCost:
         are one multiply per term); softmax exps and divides are not counted.
     memory_scores : int
         Numbers held at once for the scores (or, for linear attention, the
-        state that replaces them), per head and batch element.
+        state that replaces them), per head and batch element, as each variant
+        is counted here: sliding-window and sparse attention with their
+        allowed scores materialised, tiled attention one tile at a time. A
+        tiled kernel can compute a window or sparse pattern too, and would
+        then also hold one tile.
     exact : bool
         Whether the output equals full softmax attention over all ``n × n``
         pairs (up to rounding).
@@ -1535,18 +1621,20 @@ def attention_variant_costs(
                      score held.
     sparse_fixed     the causal "fixed" pattern of Child et al. (2019) with
                      block size ``b = block`` and one summary column per
-                     block: query ``i`` sees key ``j ≤ i`` if ``j`` lies in its
+                     block (``c = 1``; Child et al. use ``c`` = 8 to 32
+                     for blocks of 128 or 256): query ``i`` sees key ``j ≤ i`` if ``j`` lies in its
                      own block (``⌊j/b⌋ = ⌊i/b⌋``) or ``j`` is the last
                      column of a block (``j mod b = b − 1``). That is
                      ``(i mod b) + 1 + ⌊i/b⌋`` keys for query ``i``; ``2·d``
                      multiply-adds per score, every computed score held.
     linear           Katharopoulos et al. (2020), non-causal, feature map
                      ``φ`` with ``F = features`` dimensions:
-                     ``out_i = φ(q_i)ᵀ S / φ(q_i)ᵀ z`` with ``S = Σ_j φ(k_j) v_jᵀ``
-                     (``F × d``) and ``z = Σ_j φ(k_j)`` (``F``). No score is
-                     formed; ``n·F·d`` multiply-adds for ``S``, ``n·F·d`` for
-                     ``φ(Q) S`` and ``n·F`` for ``φ(Q) z``, so
-                     ``2·n·F·d + n·F``; memory ``F·d + F`` (``S`` and ``z``).
+                     ``out_i = φ(q_i)ᵀ U / φ(q_i)ᵀ z`` with ``U = Σ_j φ(k_j) v_jᵀ``
+                     (``F × d``; not the score matrix ``S``) and
+                     ``z = Σ_j φ(k_j)`` (``F``). No score is formed;
+                     ``n·F·d`` multiply-adds for ``U``, ``n·F·d`` for
+                     ``φ(Q) U`` and ``n·F`` for ``φ(Q) z``, so
+                     ``2·n·F·d + n·F``; memory ``F·d + F`` (``U`` and ``z``).
                      Computing ``φ`` itself is not counted (``elu(x) + 1``,
                      the paper's map with ``F = d``, needs no multiply-add).
     tiled            FlashAttention (Dao et al. 2022): the full ``n²`` scores
@@ -1560,7 +1648,7 @@ def attention_variant_costs(
     ``exact`` is True for full and tiled attention only. Sliding-window and
     sparse attention compute an exact softmax over a *restricted* set of
     keys — a different model, which must be trained that way — and linear
-    attention replaces ``exp(q·k/√d)`` by ``φ(q)·φ(k)``, so it is not the
+    attention replaces ``exp(q·k/√d_k)`` by ``φ(q)·φ(k)``, so it is not the
     softmax at all.
 
     Parameters
@@ -1618,8 +1706,8 @@ def attention_variant_costs(
                     f"Child et al. (2019) causal fixed pattern, block {block}: own block up to the query, "
                     "plus the last column of every earlier block; exact softmax over those keys only"),
         VariantCost("linear", 0, 2 * n * F * d + n * F, F * d + F, False,
-                    f"Katharopoulos et al. (2020) with {F} features: φ(q)·φ(k) replaces exp(q·k/√d), "
-                    "so it approximates softmax attention; no n × n matrix, state S (F × d) and z (F)"),
+                    f"Katharopoulos et al. (2020) with {F} features: φ(q)·φ(k) replaces exp(q·k/√d_k), "
+                    "so it approximates softmax attention; no n × n matrix, state U (F × d) and z (F)"),
         VariantCost("tiled", full, 2 * full * d, tile, True,
                     f"FlashAttention: all n² scores, computed {min(block, n)} × {min(block, n)} tile by tile "
                     "with an online softmax; same output, one tile alive at a time"),

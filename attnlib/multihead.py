@@ -100,7 +100,7 @@ def merge_heads(X: Any) -> np.ndarray:
     Returns
     -------
     ndarray, shape (..., n, n_heads * d_head)
-        Row ``i`` is ``[X[0, i] | X[1, i] | ... ]``; ``merge_heads(split_heads(X, h))``
+        Row ``i`` is ``[X[0, i] | X[1, i] | ... ]``; ``merge_heads(split_heads(X, H))``
         equals ``X``.
 
     Raises

@@ -87,17 +87,17 @@ def test_causal_states_equal_the_traces(traces) -> None:
 def test_heads_states_equal_the_multihead_trace(mh) -> None:
     fig = heads_explorer(mh, EX.tokens).fig
     buttons = fig.layout.updatemenus[0].buttons
-    assert [b.label for b in buttons] == ["head 1", "head 2", "concat"]
+    assert [b.label for b in buttons] == ["head 0", "head 1", "concat"]
     for h in range(2):
         np.testing.assert_array_equal(np.array(fig.data[h].z, dtype=float), mh.weights[h])
         np.testing.assert_array_equal(np.array(fig.data[h].z, dtype=float), mh.head(h).weights)
         assert list(fig.data[h].x) == list(EX.tokens) and list(fig.data[h].y) == list(EX.tokens)
     np.testing.assert_array_equal(np.array(fig.data[2].z, dtype=float), mh.concat)
-    assert list(fig.data[2].x) == ["h1·d0", "h1·d1", "h2·d0", "h2·d1"]
+    assert list(fig.data[2].x) == ["h0·d0", "h0·d1", "h1·d0", "h1·d1"]
     assert [t.visible for t in fig.data] == [True, False, False]
     for b, button in enumerate(buttons):
         assert button.args[0]["visible"] == [k == b for k in range(3)]
-    # head 1 works on d0, d1 of the example, head 2 on d2, d3
+    # heads are numbered from 0, as mh.head(h): head 0 works on d0, d1 of the example, head 1 on d2, d3
     np.testing.assert_array_equal(mh.Q[0], EX.Q[:, :2])
     np.testing.assert_array_equal(mh.V[1], EX.V[:, 2:])
 

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_info
 from attnlib.complexity import (
     MODEL_CONFIGS,
     AttentionScaleTable,
+    AttentionTiming,
     FlopCounts,
     LayerCrossover,
     MemoryCounts,
@@ -439,6 +440,50 @@ def test_time_attention_returns_positive_medians_of_the_right_length():
     assert time_attention([4], 2, np.random.default_rng(1), repeats=1, dtype=np.float64).dtype == "float64"
 
 
+def _timing(ns: tuple[int, ...], times: list[list[float]]) -> AttentionTiming:
+    t = np.array(times)
+    return AttentionTiming(ns, 8, "float32", np.median(t, axis=1), t)
+
+
+def test_quartiles_are_the_middle_half_of_each_size():
+    t = [[4.0, 1.0, 3.0, 2.0, 5.0], [10.0, 30.0, 20.0, 50.0, 40.0]]
+    q1, q3 = _timing((16, 32), t).quartiles
+    np.testing.assert_array_equal(q1, [2.0, 20.0])  # sorted: 1 2 3 4 5 and 10 20 30 40 50
+    np.testing.assert_array_equal(q3, [4.0, 40.0])
+    timing = time_attention([8, 16], d=4, rng=np.random.default_rng(0), repeats=3)
+    q1, q3 = timing.quartiles
+    assert q1.shape == q3.shape == (2,) and (q1 <= timing.medians).all() and (timing.medians <= q3).all()
+
+
+@pytest.mark.parametrize(
+    ("ns", "medians", "expected"),
+    [
+        ((10, 20, 30), [1.0, 2.0, 3.0], ()),
+        ((10, 20, 30), [1.0, 3.0, 2.0], ((20, 30),)),
+        ((10, 20, 30), [2.0, 2.0, 3.0], ((10, 20),)),  # a tie is not a rise
+        ((30, 10, 20), [3.0, 1.0, 2.0], ()),  # taken in increasing n, whatever the order given
+        ((30, 10, 20), [1.0, 2.0, 3.0], ((20, 30),)),
+        ((10, 20, 30, 40), [4.0, 3.0, 2.0, 1.0], ((10, 20), (20, 30), (30, 40))),
+        ((10,), [1.0], ()),
+    ],
+)
+def test_inversions_list_neighbouring_sizes_whose_medians_do_not_rise(ns, medians, expected):
+    timing = _timing(ns, [[m, m] for m in medians])
+    assert timing.inversions() == expected
+    assert timing.rises_with_n is (expected == ())
+
+
+def test_round_ratios_pair_the_calls_of_each_round():
+    frozen = {"a": (2.0, 3.0, 8.0), "b": (1.0, 4.0, 2.0)}
+    c = TimingComparison(("a", "b"), frozen, {"a": 3.0, "b": 2.0}, 3, 1)
+    np.testing.assert_array_equal(c.round_ratios("a", "b"), [2.0, 0.75, 4.0])
+    np.testing.assert_array_equal(c.round_ratios("b", "b"), [1.0, 1.0, 1.0])
+    with pytest.raises(KeyError, match=r"no candidate 'c'; the candidates are \['a', 'b'\]"):
+        c.round_ratios("c", "a")
+    real = compare_times({"x": lambda: None, "y": lambda: None}, repeats=4)
+    assert real.round_ratios("x", "y").shape == (4,)
+
+
 def _blas_threads() -> list[int]:
     return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
 
@@ -760,6 +805,7 @@ def test_variant_order_exactness_and_notes():
     assert [c.exact for c in costs] == [True, False, False, False, True]
     assert all(isinstance(c, VariantCost) and c.note for c in costs)
     assert "approximates" in costs[3].note and "Child et al. (2019)" in costs[2].note
+    assert "state U (F × d)" in costs[3].note  # S is the score matrix everywhere else in the book
     with pytest.raises(AttributeError):
         costs[0].scores = 1  # type: ignore[misc]
 

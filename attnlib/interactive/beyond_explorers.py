@@ -236,7 +236,8 @@ def causal_explorer(
 def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer") -> StaticFigure:
     """Choose a head and see its weights, or the heads' outputs side by side.
 
-    One button per head shows that head's ``n × n`` weight matrix; the last
+    One button per head (``head 0`` to ``head H-1``, numbered as
+    ``mh_trace.head(h)`` numbers them) shows that head's ``n × n`` weight matrix; the last
     button, ``concat``, shows the heads' outputs concatenated, the
     ``n × (H·d_head)`` matrix the output projection receives.
 
@@ -285,7 +286,7 @@ def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer"
     labels = [str(t) for t in tokens]
     keys = labels if n_k == n_q else [f"k{j}" for j in range(n_k)]
     d_head = concat.shape[1] // n_heads
-    columns = [f"h{h + 1}·d{c}" for h in range(n_heads) for c in range(d_head)]
+    columns = [f"h{h}·d{c}" for h in range(n_heads) for c in range(d_head)]
 
     fig = go.Figure()
     for h in range(n_heads):
@@ -293,7 +294,7 @@ def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer"
             z=[[float(w) for w in row] for row in weights[h]], x=keys, y=labels,
             text=[[f"{w:.2f}" for w in row] for row in weights[h]], texttemplate="%{text}",
             textfont={"size": 12}, colorscale=CMAP.capitalize(), zmin=0.0, zmax=1.0, xgap=2, ygap=2,
-            visible=h == 0, name=f"head {h + 1}", hoverinfo="skip",
+            visible=h == 0, name=f"head {h}", hoverinfo="skip",
             colorbar={"title": {"text": "weight", "font": {"color": _TEXT}}, "tickfont": {"color": _TEXT},
                       "thickness": 14},
         ))
@@ -306,7 +307,7 @@ def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer"
         colorbar={"title": {"text": "value", "font": {"color": _TEXT}}, "tickfont": {"color": _TEXT},
                   "thickness": 14},
     ))
-    titles = [f"head {h + 1}: its weights A_{h + 1} (rows sum to 1)" for h in range(n_heads)]
+    titles = [f"head {h}: its weights A_{h} (rows sum to 1)" for h in range(n_heads)]
     titles.append("concat: the heads' outputs side by side, the input of W_O")
     xtitles = ["key"] * n_heads + ["head and coordinate of its output"]
     buttons = [
@@ -316,7 +317,7 @@ def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer"
             "args": [{"visible": [k == b for k in range(n_heads + 1)]},
                      {"title.text": titles[b], "xaxis.title.text": xtitles[b]}],
         }
-        for b, label in enumerate([f"head {h + 1}" for h in range(n_heads)] + ["concat"])
+        for b, label in enumerate([f"head {h}" for h in range(n_heads)] + ["concat"])
     ]
     side = 60 * max(n_q, n_k, len(columns))
     fig.update_layout(

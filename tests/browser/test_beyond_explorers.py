@@ -21,6 +21,7 @@ from test_pages import PageLog
 
 from attnlib.core import causal_mask
 from attnlib.examples import cat_sat_on_mat
+from attnlib.interactive._render import _rounded as as_plotted  # the figure's rounding
 from attnlib.multihead import MultiHeadAttention
 from attnlib.trace import trace_attention
 
@@ -82,9 +83,9 @@ def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], trac
     allowed = causal_mask(EX.n)
     page.locator(f"#{CAUSAL}").scroll_into_view_if_needed()
     start = page.evaluate(_STATE_JS, CAUSAL)
-    np.testing.assert_array_equal(_heat(start["z"][0]), full.weights)
+    np.testing.assert_array_equal(_heat(start["z"][0]), as_plotted(full.weights))
     assert start["visible"] == [True, True, False, False, False, False]
-    np.testing.assert_array_equal(start["y"][1], full.weights[0])
+    np.testing.assert_array_equal(start["y"][1], as_plotted(full.weights[0]))
 
     _button(page, CAUSAL, "causal mask on").click()
     page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('causal')",
@@ -92,9 +93,9 @@ def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], trac
     on = page.evaluate(_STATE_JS, CAUSAL)
     heat = _heat(on["z"][0])
     assert np.isnan(heat[~allowed]).all(), "pairs above the diagonal must be blank"
-    np.testing.assert_array_equal(heat[allowed], causal.weights[allowed])
+    np.testing.assert_array_equal(heat[allowed], as_plotted(causal.weights[allowed]))
     for i in range(EX.n):
-        np.testing.assert_array_equal(on["y"][1 + i], causal.weights[i])
+        np.testing.assert_array_equal(on["y"][1 + i], as_plotted(causal.weights[i]))
     assert page.locator(f"#{CAUSAL} .hm text, #{CAUSAL} text", has_text="hidden").count() >= 1
 
     sat = EX.tokens.index("sat")
@@ -104,16 +105,16 @@ def test_causal_mask_toggle_and_query_buttons(chapter: tuple[Any, PageLog], trac
     state = page.evaluate(_STATE_JS, CAUSAL)
     assert state["visible"] == [True, *(k == sat for k in range(EX.n))]
     assert state["shape"] == [sat - 0.5, sat + 0.5]
-    np.testing.assert_array_equal(state["y"][1 + sat], causal.weights[sat])
+    np.testing.assert_array_equal(state["y"][1 + sat], as_plotted(causal.weights[sat]))
     assert causal.weights[sat, sat + 1:].sum() == 0.0 and full.weights[sat, sat + 1:].sum() > 0
 
     _button(page, CAUSAL, "mask off").click()  # the chosen query stays
     page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('no mask')",
                            arg=CAUSAL)
     off = page.evaluate(_STATE_JS, CAUSAL)
-    np.testing.assert_array_equal(_heat(off["z"][0]), full.weights)
+    np.testing.assert_array_equal(_heat(off["z"][0]), as_plotted(full.weights))
     assert off["visible"][1 + sat] and off["shape"] == [sat - 0.5, sat + 0.5]
-    np.testing.assert_array_equal(off["y"][1 + sat], full.weights[sat])
+    np.testing.assert_array_equal(off["y"][1 + sat], as_plotted(full.weights[sat]))
     assert_clean(log)
 
 
@@ -122,10 +123,10 @@ def test_heads_buttons_switch_heatmaps(chapter: tuple[Any, PageLog], mh: Any) ->
     page.locator(f"#{HEADS}").scroll_into_view_if_needed()
     start = page.evaluate(_STATE_JS, HEADS)
     assert start["visible"] == [True, False, False]
-    np.testing.assert_array_equal(np.array(start["z"][0], dtype=float), mh.weights[0])
+    np.testing.assert_array_equal(np.array(start["z"][0], dtype=float), as_plotted(mh.weights[0]))
 
     for b, (label, expected) in enumerate(
-        [("head 2", mh.weights[1]), ("concat", mh.concat), ("head 1", mh.weights[0])]
+        [("head 1", mh.weights[1]), ("concat", mh.concat), ("head 0", mh.weights[0])]
     ):
         index = [1, 2, 0][b]
         _button(page, HEADS, label).click()
@@ -133,7 +134,7 @@ def test_heads_buttons_switch_heatmaps(chapter: tuple[Any, PageLog], mh: Any) ->
                                arg=[HEADS, index])
         state = page.evaluate(_STATE_JS, HEADS)
         assert state["visible"] == [k == index for k in range(3)], label
-        np.testing.assert_array_equal(np.array(state["z"][index], dtype=float), expected)
+        np.testing.assert_array_equal(np.array(state["z"][index], dtype=float), as_plotted(expected))
         assert state["title"].startswith(label), state["title"]
         shown = page.evaluate(
             "id => document.getElementById(id)._fullData.filter(t => t.visible === true).map(t => t.name)",

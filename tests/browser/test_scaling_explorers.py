@@ -24,6 +24,7 @@ from test_pages import PageLog
 
 from attnlib import stats
 from attnlib.core import scaled_dot_product_attention
+from attnlib.interactive._render import _rounded as as_plotted  # the figure's rounding
 from attnlib.interactive.live import scaling_draws
 from attnlib.interactive.scaling_explorers import (
     FACTORS,
@@ -94,7 +95,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     state = page.evaluate(_STATE_JS, SCALING)
     assert state["visible"] == [k == k512 for k in range(len(SCALING_D_KS))]
     scaled = _weights(512, None)  # the page starts fully scaled, t = 1
-    np.testing.assert_allclose(state["y"][k512], scaled, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(state["y"][k512], as_plotted(scaled))
     assert any(f"max weight {float(stats.max_weight(scaled)):.3f}" in plain(t) for t in state["shown"])
 
     _slider_label(page, SCALING, 1, FACTORS.index(0.0)).click(force=True)  # t = 0: raw scores
@@ -104,7 +105,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     )
     state = page.evaluate(_STATE_JS, SCALING)
     raw = _weights(512, 1.0)
-    np.testing.assert_allclose(state["y"][k512], raw, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(state["y"][k512], as_plotted(raw))
     assert max(state["y"][k512]) > max(scaled), "switching the scaling off must raise the max weight"
     assert max(state["y"][k512]) > 0.99
     shown = " ".join(plain(t) for t in state["shown"])
@@ -117,7 +118,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
                            arg=[SCALING, k4])
     state = page.evaluate(_STATE_JS, SCALING)
     assert state["visible"] == [k == k4 for k in range(len(SCALING_D_KS))]
-    np.testing.assert_allclose(state["y"][k4], _weights(4, 1.0), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(state["y"][k4], _weights(4, as_plotted(1.0)))
     assert any("d_k = 4" in plain(t) and "raw scores" in plain(t) for t in state["shown"])
     assert_clean(log)
 
