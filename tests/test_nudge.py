@@ -49,6 +49,19 @@ def test_exp_moves_by_one_ulp_except_where_every_machine_agrees() -> None:
     np.testing.assert_array_equal(nudge._nudged_exp(half), np.exp(half))  # float16: left alone
 
 
+@pytest.mark.parametrize("name", nudge.NUDGED_UFUNCS)
+def test_each_transcendental_moves_except_at_exact_values(name: str) -> None:
+    x = np.array([0.3, 0.7, 2.5])
+    plain = getattr(np, name)(x)
+    np.testing.assert_array_equal(nudge._nudged_ufunc(name)(x), np.nextafter(plain, np.inf))
+    exact = np.array([0.0, 1.0, -np.inf, np.inf])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plain = getattr(np, name)(exact)
+        got = nudge._nudged_ufunc(name)(exact)
+    keep = (plain == 0) | (np.abs(plain) == 1) | ~np.isfinite(plain)
+    np.testing.assert_array_equal(got[keep], plain[keep])
+
+
 def test_a_kernel_started_with_the_profile_is_nudged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nudge.write_startup(tmp_path / "ipython")
     code = "import numpy as np\nprint(repr(float(np.random.default_rng(0).standard_normal())), np.exp(0.5))"

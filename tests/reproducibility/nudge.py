@@ -7,10 +7,12 @@ also runs every chapter in a kernel that imports this module first (an IPython s
 * every float that a ``np.random.default_rng(...)`` generator draws is moved up by one ulp (the
   random inputs of every experiment change in their last bit, as a different rounding would leave
   them), and
-* every float32 or float64 ``np.exp`` is moved up by one ulp (as another exp implementation may
-  round; results 0, 1 and inf are exact everywhere and stay so). float16 results are left alone:
-  NumPy computes them in float32 and rounds, so a last-bit difference there almost never reaches
-  a float16, while a whole float16 ulp (1 part in 2,048) would be far larger than any real one.
+* every float32 or float64 result of ``np.exp``, ``np.log``, ``np.tanh``, ``np.sin`` and ``np.cos``
+  (the transcendental functions attnlib uses) is moved up by one ulp, as another implementation
+  (NumPy picks SIMD versions by CPU: AVX2, AVX-512) may round; results 0, ±1 and ±inf are exact
+  everywhere and stay so. float16 results are left alone: NumPy computes them in float32 and
+  rounds, so a last-bit difference there almost never reaches a float16, while a whole float16 ulp
+  (1 part in 2,048) would be far larger than any real one.
 
 A stored output that changes under these nudges depends on the last bits of a float: print it at the
 precision it has, summarise it over seeds, or decide it by a margin. The project never sets
@@ -27,7 +29,6 @@ import numpy as np
 
 __all__ = ["NudgedGenerator", "install", "nudge", "write_startup"]
 
-_exp = np.exp
 _default_rng = np.random.default_rng
 
 
@@ -66,21 +67,36 @@ def _nudged_default_rng(seed: Any = None) -> NudgedGenerator:
     return NudgedGenerator(bit_generator)
 
 
-def _nudged_exp(x: Any, /, *args: Any, **kwargs: Any) -> Any:
-    result = _exp(x, *args, **kwargs)  # with out=..., the out array itself
-    if np.asarray(result).dtype not in (np.float32, np.float64):
-        return result
-    exact = (result == 0) | (result == 1) | ~np.isfinite(result)  # the same on every machine
-    if isinstance(result, np.ndarray):
-        np.copyto(result, np.nextafter(result, np.inf), where=~exact)
-        return result
-    return result if exact else nudge(result)
+NUDGED_UFUNCS = ("exp", "log", "tanh", "sin", "cos")
+_ORIGINAL = {name: getattr(np, name) for name in NUDGED_UFUNCS}
+
+
+def _nudged_ufunc(name: str):
+    """``np.<name>`` with float32/float64 results one ulp up, except the exact 0, ±1 and ±inf."""
+    ufunc = _ORIGINAL[name]
+
+    def nudged(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        result = ufunc(x, *args, **kwargs)  # with out=..., the out array itself
+        if np.asarray(result).dtype not in (np.float32, np.float64):
+            return result
+        exact = (result == 0) | (np.abs(result) == 1) | ~np.isfinite(result)
+        if isinstance(result, np.ndarray):
+            np.copyto(result, np.nextafter(result, np.inf), where=~exact)
+            return result
+        return result if exact else nudge(result)
+
+    nudged.__name__ = name
+    return nudged
+
+
+_nudged_exp = _nudged_ufunc("exp")
 
 
 def install() -> None:
-    """Replace ``np.random.default_rng`` and ``np.exp`` with their nudged versions."""
+    """Replace ``np.random.default_rng`` and the functions of NUDGED_UFUNCS with nudged versions."""
     np.random.default_rng = _nudged_default_rng
-    np.exp = _nudged_exp
+    for name in NUDGED_UFUNCS:
+        setattr(np, name, _nudged_ufunc(name))
 
 
 def write_startup(ipython_dir: str | Path) -> Path:
