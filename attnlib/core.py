@@ -33,6 +33,23 @@ __all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_ma
 _CHUNK_SCORES = 1 << 16
 
 
+def _scores_may_overflow(Q: np.ndarray, K: np.ndarray, scale: float, work: np.dtype) -> bool:
+    """Whether some score ``scale · q·k`` could leave ``work``'s range: ``|q·k| ≤ d_k max|q| max|k|``.
+
+    False for every ordinary input, so the finiteness check of the scores costs nothing then.
+    """
+    bound = abs(scale) * Q.shape[-1] * float(np.abs(Q).max()) * float(np.abs(K).max())
+    return bound > float(np.finfo(work).max) / 4  # a margin for the rounding of the products
+
+
+def _overflow_error(work: np.dtype, Q: np.ndarray, K: np.ndarray) -> ValueError:
+    """The error for scores that overflowed (to +inf or -inf) in ``work``."""
+    return ValueError(
+        f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
+        f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
+    )
+
+
 def _working_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype scores, sums and weighted values are computed in: float32 for float16 data."""
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
@@ -301,6 +318,7 @@ def scaled_dot_product_attention(
     step = max(1, _CHUNK_SCORES // (n_q * n_k))
     work = _working_dtype(dtype)  # float16 data is computed in float32, as in PyTorch
     scale_t = work.type(scale)
+    may_overflow = _scores_may_overflow(Q, K, scale, work)
     c_max = min(step, n_batch)
     buffer = np.empty((c_max, n_q, n_k), dtype=work)  # reused: no page faults per slice
     # V with a column of ones: one matmul gives both Σ_j e_ij v_j and the softmax sum Σ_j e_ij.
@@ -313,17 +331,16 @@ def scaled_dot_product_attention(
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
             q_scaled = Qf[sl].astype(work, copy=False) * scale_t  # (c, n_q, d_k)
             np.matmul(q_scaled, Kf[sl].swapaxes(-1, -2).astype(work, copy=False), out=scores)  # (c, n_q, n_k)
+        if may_overflow and not np.isfinite(scores).all():  # to +inf, or to -inf, which would pass for a mask
+            raise _overflow_error(work, Q, K)
         if Mf is not None:
             if Mf.dtype.kind == "b":
                 np.copyto(scores, -np.inf, where=~Mf[sl])
             else:
                 scores += Mf[sl]
         peak = scores.max(axis=-1, keepdims=True)  # (c, n_q, 1)
-        if (np.isposinf(peak) | np.isnan(peak)).any():  # +inf or inf - inf in Q Kᵀ
-            raise ValueError(
-                f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
-                f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
-            )
+        if (np.isposinf(peak) | np.isnan(peak)).any():  # a float mask pushed a score to +inf
+            raise _overflow_error(work, Q, K)
         empty = np.isneginf(peak)  # rows with nothing allowed
         if empty.any():
             peak[empty] = 0.0

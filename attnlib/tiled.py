@@ -7,11 +7,14 @@ need: walking over the keys in blocks, keep a running maximum ``m``, a running
 sum ``l`` and a running unnormalised output ``acc``; when a block raises the
 maximum from ``m_old`` to ``m_new``, everything accumulated so far was
 computed with ``exp(· − m_old)`` and is brought up to date by one factor
-``exp(m_old − m_new)``. Dividing ``acc`` by ``l`` at the end gives exactly the
-attention output. FlashAttention (Dao et al., 2022) uses the same recurrence
-so that the ``n_q × n_k`` score matrix never leaves fast memory; here it means
-the matrix is never formed at all: the largest temporary is one
-``block_q × block_k`` tile of scores.
+``exp(m_old − m_new)``. Dividing ``acc`` by ``l`` at the end gives the
+attention output, exactly in exact arithmetic and up to rounding in floating
+point. FlashAttention (Dao et al., 2022) uses the same recurrence so that the
+``n_q × n_k`` score matrix never leaves fast memory; here it means the matrix
+is never formed at all. Besides the output and a copy of ``V`` with a column
+of ones (both about ``n · d`` numbers), the function holds one
+``block_q × block_k`` tile of scores and a running state of ``block_q`` rows,
+whatever ``n`` is (see the Notes of :func:`tiled_attention`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import _working_dtype
+from attnlib.core import _overflow_error, _scores_may_overflow, _working_dtype
 
 __all__ = ["tiled_attention"]
 
@@ -100,9 +103,11 @@ def tiled_attention(
     Memory: besides the inputs and the output, one tile of scores
     ``(..., block_q, block_k)``, the running state ``(..., block_q, d_v + 1)``
     and a copy of ``V`` with a column of ones, ``(..., n_k, d_v + 1)`` (one
-    matrix product then gives both ``Σ e_j v_j`` and ``Σ e_j``), i.e.
-    ``O(block_q · block_k + n · d)`` per batch element instead of the
-    ``O(n_q · n_k)`` of the direct computation.
+    matrix product then gives both ``Σ e_j v_j`` and ``Σ e_j``); float16
+    inputs are computed in float32, which adds float32 copies of ``Q`` and
+    ``K``. That is ``O(block_q · block_k + n · d)`` per batch element
+    instead of the ``O(n_q · n_k)`` of the direct computation: the tile is the
+    largest temporary only while it is larger than the ``n · d`` copies.
 
     There is no ``attn_mask`` argument; with ``is_causal`` every row may
     attend to at least key 0, so no row is ever empty. The code nevertheless
@@ -136,6 +141,7 @@ def tiled_attention(
     scale_t = work.type(scale)
     Q = Q.astype(work, copy=False)
     K = K.astype(work, copy=False)
+    may_overflow = _scores_may_overflow(Q, K, scale, work)
     bq = min(block_q, n_q)
     bk = min(block_k, n_k)
 
@@ -170,15 +176,12 @@ def tiled_attention(
             s = _buffer(scores_buf, batch + (rows, j1 - j0))
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 np.matmul(q, K[..., j0:j1, :].swapaxes(-1, -2), out=s)  # (..., rows, cols)
+            if may_overflow and not np.isfinite(s).all():  # to +inf, or to -inf, which would pass for a mask
+                raise _overflow_error(work, Q, K)
             if is_causal and j1 - 1 > i0:  # the tile straddles the diagonal
                 above = np.arange(j0, j1) > np.arange(i0, i1)[:, None]  # (rows, cols): j > i
                 np.copyto(s, -np.inf, where=above)
             np.max(s, axis=-1, keepdims=True, out=m_new)  # (..., rows, 1)
-            if (np.isposinf(m_new) | np.isnan(m_new)).any():  # +inf or inf - inf in Q Kᵀ
-                raise ValueError(
-                    f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
-                    f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
-                )
             np.maximum(m_new, m, out=m_new)
             empty = np.isneginf(m_new)  # rows with nothing allowed so far
             has_empty = bool(empty.any())

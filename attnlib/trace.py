@@ -273,7 +273,7 @@ class AttentionTrace:
             lines += [
                 "",
                 "4-6. Every key is masked for this query: there is nothing to attend to.",
-                "  attnlib gives all weights 0 and a zero output (PyTorch would give NaN here).",
+                "  attnlib gives all weights 0 and a zero output (as PyTorch does since 2.5; NaN before).",
                 "",
                 "7. Output",
                 f"  out[{tok}] = (no value row is added: every weight is 0)",

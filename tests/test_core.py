@@ -716,6 +716,15 @@ BAD_INPUTS = [
     case("scores_inf_minus_inf",
          lambda: sdpa(np.array([[1e300, 1e300]]), np.array([[1e300, -1e300]]), np.ones((1, 1))),
          ValueError, "overflow float64"),
+    # every score of a row overflowing to -inf must not pass for "nothing to attend to" (zeros)
+    case("scores_all_overflow_to_minus_inf",
+         lambda: sdpa(np.full((2, 4), 1e20, np.float32), np.full((3, 4), -1e20, np.float32),
+                      np.ones((3, 2), np.float32)),
+         ValueError, "overflow float32", "|K| = 1e+20"),
+    case("scores_minus_inf_under_a_mask",
+         lambda: sdpa(np.array([[1e300, 0.0]]), np.array([[-1e300, 0.0], [1.0, 1.0]]), np.ones((2, 1)),
+                      attn_mask=np.array([[True, False]])),
+         ValueError, "overflow float64", "largest |Q| = 1e+300"),
 ]
 
 
