@@ -3,12 +3,13 @@
 Three questions, each answered by counting or computing rather than asserting:
 
 * :func:`rnn_states` and :func:`input_influence` – a toy recurrent encoder
-  ``h_t = tanh(x_t W_x + h_{t-1} W_h + b)`` and how strongly its state at
+  ``s_t = tanh(x_t W_x + s_{t-1} W_s + b)`` and how strongly its state at
   step ``t`` still depends on an early input (the exact Jacobian norm, by the
-  chain rule).
+  chain rule). Steps count from 0, as positions do everywhere in the book.
 * :func:`sequential_steps`, :func:`max_path_length` and :func:`path_table` –
   how many steps must run one after another, and how many hops separate the
-  first token from the last, in a recurrence and in one attention layer.
+  first token's input from the last token's output, in a nonlinear recurrence
+  and in one attention layer.
 * :func:`additive_scores` and :func:`score_costs` – the additive score of
   Bahdanau et al. (2015), ``vᵀ tanh(q W_q + k W_k)``, and the exact operation
   counts of additive against dot-product scoring.
@@ -72,74 +73,76 @@ def _matrix(x: Any, name: str, rows: str, cols: str) -> np.ndarray:
 
 
 def _rnn_inputs(
-    X: Any, W_x: Any, W_h: Any, b: Any
+    X: Any, W_x: Any, W_s: Any, b: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     X = _matrix(X, "X", "n", "d_in")
-    W_x = _matrix(W_x, "W_x", "d_in", "d_h")
-    W_h = _matrix(W_h, "W_h", "d_h", "d_h")
+    W_x = _matrix(W_x, "W_x", "d_in", "d_s")
+    W_s = _matrix(W_s, "W_s", "d_s", "d_s")
     if W_x.shape[0] != X.shape[1]:
         raise ValueError(
             f"W_x has {W_x.shape[0]} rows but X has d_in={X.shape[1]} columns "
             f"(X {X.shape}, W_x {W_x.shape})"
         )
-    d_h = W_x.shape[1]
-    if W_h.shape != (d_h, d_h):
+    d_s = W_x.shape[1]
+    if W_s.shape != (d_s, d_s):
         raise ValueError(
-            f"W_h must be square of shape (d_h, d_h) = ({d_h}, {d_h}) to match W_x {W_x.shape}; "
-            f"got {W_h.shape}"
+            f"W_s must be square of shape (d_s, d_s) = ({d_s}, {d_s}) to match W_x {W_x.shape}; "
+            f"got {W_s.shape}"
         )
     if b is None:
-        b = np.zeros(d_h)
+        b = np.zeros(d_s)
     else:
         b = _v.as_float_array(b, "b")
-        if b.shape != (d_h,):
-            raise ValueError(f"b must have shape (d_h,) = ({d_h},); got {b.shape}")
-    return X, W_x, W_h, b
+        if b.shape != (d_s,):
+            raise ValueError(f"b must have shape (d_s,) = ({d_s},); got {b.shape}")
+    return X, W_x, W_s, b
 
 
 # --------------------------------------------------------------------------- recurrent encoder
 def _run(
-    X: np.ndarray, W_x: np.ndarray, W_h: np.ndarray, b: np.ndarray, activation: str
+    X: np.ndarray, W_x: np.ndarray, W_s: np.ndarray, b: np.ndarray, activation: str
 ) -> np.ndarray:
-    n, d_h = X.shape[0], W_x.shape[1]
-    inputs = X @ W_x + b  # (n, d_in) @ (d_in, d_h) -> (n, d_h): all steps at once
-    H = np.empty((n, d_h), dtype=np.result_type(X, W_x, W_h, b))
-    h = np.zeros(d_h, dtype=H.dtype)  # h_0 = 0
-    for t in range(n):  # the recurrence itself cannot be parallelised over t
-        a = inputs[t] + h @ W_h  # (d_h,) @ (d_h, d_h) -> (d_h,)
-        h = np.tanh(a) if activation == "tanh" else a
-        H[t] = h
-    return H
+    n, d_s = X.shape[0], W_x.shape[1]
+    inputs = X @ W_x + b  # (n, d_in) @ (d_in, d_s) -> (n, d_s): all steps at once
+    states = np.empty((n, d_s), dtype=np.result_type(X, W_x, W_s, b))
+    s = np.zeros(d_s, dtype=states.dtype)  # s_{-1} = 0
+    for t in range(n):  # a nonlinear recurrence cannot be parallelised over t
+        a = inputs[t] + s @ W_s  # (d_s,) @ (d_s, d_s) -> (d_s,)
+        s = np.tanh(a) if activation == "tanh" else a
+        states[t] = s
+    return states
 
 
 def rnn_states(
-    X: Any, W_x: Any, W_h: Any, b: Any = None, activation: str = "tanh"
+    X: Any, W_x: Any, W_s: Any, b: Any = None, activation: str = "tanh"
 ) -> np.ndarray:
     """The states of a plain (Elman) recurrent encoder, one row per step.
 
-    ``h_t = f(x_t W_x + h_{t-1} W_h + b)`` with ``h_0 = 0`` and ``f = tanh``
-    (or the identity for ``activation="linear"``). Vectors are rows, as
-    everywhere in the book, so the weights multiply from the right.
+    ``s_t = f(x_t W_x + s_{t-1} W_s + b)`` for ``t = 0, …, n-1``, with
+    ``s_{-1} = 0`` and ``f = tanh`` (or the identity for
+    ``activation="linear"``). Vectors are rows, as everywhere in the book, so
+    the weights multiply from the right.
 
     Parameters
     ----------
     X : (n, d_in) array_like
         The input sequence, one row per token.
-    W_x : (d_in, d_h) array_like
+    W_x : (d_in, d_s) array_like
         Input-to-state weights.
-    W_h : (d_h, d_h) array_like
+    W_s : (d_s, d_s) array_like
         State-to-state (recurrent) weights.
-    b : (d_h,) array_like, optional
+    b : (d_s,) array_like, optional
         Bias; zero by default.
     activation : {"tanh", "linear"}
         The non-linearity ``f``.
 
     Returns
     -------
-    H : (n, d_h) ndarray
-        Row ``t`` is ``h_{t+1}`` (0-based rows: row 0 is the state after the
-        first token). The last row is the fixed-size summary of the whole
-        sequence that a sequence-to-sequence encoder hands to its decoder.
+    states : (n, d_s) ndarray
+        Row ``t`` is ``s_t``, the state after token ``t`` (row 0 follows the
+        first token). The last row, ``s_{n-1}``, is the fixed-size summary of
+        the whole sequence that a sequence-to-sequence encoder hands to its
+        decoder.
 
     Raises
     ------
@@ -156,46 +159,46 @@ def rnn_states(
     >>> rnn_states(X, [[1.0]], [[0.5]], activation="linear").ravel().tolist()
     [1.0, 0.5, 0.25]
     """
-    X, W_x, W_h, b = _rnn_inputs(X, W_x, W_h, b)
-    return _run(X, W_x, W_h, b, _check_activation(activation))
+    X, W_x, W_s, b = _rnn_inputs(X, W_x, W_s, b)
+    return _run(X, W_x, W_s, b, _check_activation(activation))
 
 
 def input_influence(
     X: Any,
     W_x: Any,
-    W_h: Any,
+    W_s: Any,
     t_from: int = 0,
     b: Any = None,
     activation: str = "tanh",
 ) -> np.ndarray:
-    """How strongly each state depends on one early input: ``‖∂h_t / ∂x_{t_from}‖₂``.
+    """How strongly each state depends on one early input: ``‖∂s_t / ∂x_{t_from}‖₂``.
 
-    For every step ``t`` the Jacobian of the state ``h_t`` with respect to the
-    input ``x_s`` (``s = t_from``) is computed exactly by the chain rule. In the
-    row-vector convention a change ``dx`` of ``x_s`` changes ``h_t`` by
-    ``dx J_{t,s}`` with
+    For every step ``t`` the Jacobian of the state ``s_t`` with respect to the
+    input ``x_r`` (``r = t_from``) is computed exactly by the chain rule. In the
+    row-vector convention a change ``dx`` of ``x_r`` changes ``s_t`` by
+    ``dx J_{t,r}`` with
 
-    ``J_{t,s} = W_x D_s (W_h D_{s+1}) (W_h D_{s+2}) ... (W_h D_t)``,
+    ``J_{t,r} = W_x D_r (W_s D_{r+1}) (W_s D_{r+2}) ... (W_s D_t)``,
 
-    where ``D_u = diag(1 - h_u²)`` is the derivative of tanh at step ``u`` (the
+    where ``D_u = diag(1 - s_u²)`` is the derivative of tanh at step ``u`` (the
     identity for ``activation="linear"``). The returned number is the spectral
-    norm of ``J_{t,s}``: the largest factor by which a small change to
-    ``x_s`` can change ``h_t``. It is 0 for ``t < s`` (a state cannot depend
-    on a later input). Each further step multiplies by one more ``W_h D_u``;
-    when these factors shrink vectors, the influence of ``x_s`` decays
-    geometrically with the distance ``t - s``.
+    norm of ``J_{t,r}``: the largest factor by which a small change to
+    ``x_r`` can change ``s_t``. It is 0 for ``t < r`` (a state cannot depend
+    on a later input). Each further step multiplies by one more ``W_s D_u``;
+    when these factors shrink vectors, the influence of ``x_r`` decays
+    geometrically with the distance ``t - r``.
 
     Parameters
     ----------
-    X, W_x, W_h, b, activation
+    X, W_x, W_s, b, activation
         As in :func:`rnn_states`.
     t_from : int
-        The 0-based position ``s`` of the input whose influence is measured.
+        The position ``r`` (counted from 0) of the input whose influence is measured.
 
     Returns
     -------
     influence : (n,) ndarray
-        ``influence[t] = ‖∂h_t / ∂x_s‖₂`` (0-based ``t``); zero before ``s``.
+        ``influence[t] = ‖∂s_t / ∂x_r‖₂`` (``t`` counted from 0); zero before ``r``.
 
     Raises
     ------
@@ -206,26 +209,26 @@ def input_influence(
 
     Examples
     --------
-    A linear one-unit recurrence with ``W_h = 0.5`` halves the influence
+    A linear one-unit recurrence with ``W_s = 0.5`` halves the influence
     at every step:
 
     >>> input_influence([[1.0]] * 4, [[1.0]], [[0.5]], activation="linear").tolist()
     [1.0, 0.5, 0.25, 0.125]
     """
-    X, W_x, W_h, b = _rnn_inputs(X, W_x, W_h, b)
+    X, W_x, W_s, b = _rnn_inputs(X, W_x, W_s, b)
     activation = _check_activation(activation)
     n = X.shape[0]
     if isinstance(t_from, (bool, np.bool_)) or not isinstance(t_from, numbers.Integral):
         raise TypeError(f"t_from must be an integer; got {type(t_from).__name__} {t_from!r}")
     if not 0 <= t_from < n:
         raise ValueError(f"t_from must lie in 0 .. n-1 = 0 .. {n - 1} for X of shape {X.shape}; got {t_from}")
-    H = _run(X, W_x, W_h, b, activation)
-    deriv = 1.0 - H**2 if activation == "tanh" else np.ones_like(H)  # (n, d_h): diagonal of D_t
-    influence = np.zeros(n, dtype=H.dtype)
-    J = W_x * deriv[t_from]  # (d_in, d_h): W_x D_s
+    states = _run(X, W_x, W_s, b, activation)
+    deriv = 1.0 - states**2 if activation == "tanh" else np.ones_like(states)  # (n, d_s): diag of D_t
+    influence = np.zeros(n, dtype=states.dtype)
+    J = W_x * deriv[t_from]  # (d_in, d_s): W_x D_r
     influence[t_from] = np.linalg.norm(J, ord=2)
     for t in range(t_from + 1, n):
-        J = (J @ W_h) * deriv[t]  # (d_in, d_h) @ (d_h, d_h) -> (d_in, d_h), then D_t
+        J = (J @ W_s) * deriv[t]  # (d_in, d_s) @ (d_s, d_s) -> (d_in, d_s), then D_t
         influence[t] = np.linalg.norm(J, ord=2)
     return influence
 
@@ -234,8 +237,11 @@ def input_influence(
 def sequential_steps(n: int, kind: str) -> int:
     """How many steps must run one after another to encode ``n`` tokens.
 
-    * ``"recurrent"``: ``n``. ``h_t`` needs ``h_{t-1}``, so the ``n`` state
-      updates form a chain; more processors do not shorten it.
+    * ``"recurrent"``: ``n``, for a nonlinear recurrence such as the tanh one
+      of :func:`rnn_states`. ``s_t`` needs ``s_{t-1}``, so the ``n`` state
+      updates form a chain; more processors do not shorten it. (A *linear*
+      recurrence can be evaluated by a parallel prefix scan in about
+      ``log2 n`` rounds; the nonlinearity between steps rules that out.)
     * ``"attention"``: ``1``. One self-attention layer computes every output
       from the same ``Q``, ``K``, ``V`` with two matrix products, which do not
       depend on each other's rows: all ``n`` positions can be computed at once.
@@ -268,26 +274,29 @@ def sequential_steps(n: int, kind: str) -> int:
 
 
 def max_path_length(n: int, kind: str) -> int:
-    """The number of hops from the first token to the representation of the last.
+    """The number of hops from the first token's input to the last token's output.
 
-    A hop is one step that moves information from one position to another
-    (the measure of Vaswani et al. 2017, Table 1, for one layer):
+    Both counts start at the input ``x_0`` of token 0 and end at the output of
+    token ``n - 1``; a hop is one application of the layer's step that mixes
+    tokens (the measure of Vaswani et al. 2017, Table 1, for one layer):
 
-    * ``"recurrent"``: ``n - 1``. ``x_1`` enters ``h_1`` and must pass the
-      chain ``h_1 → h_2 → … → h_n``; every hop multiplies by one more
-      Jacobian factor (see :func:`input_influence`).
-    * ``"attention"``: ``1``. The output for token ``n`` reads ``x_1``'s value
-      directly, with weight ``A_{n1}``, whatever ``n`` is.
+    * ``"recurrent"``: ``n``. ``x_0`` enters ``s_0`` (one hop) and must pass the
+      chain ``s_0 → s_1 → … → s_{n-1}`` (``n - 1`` more); every hop multiplies
+      by one more Jacobian factor (see :func:`input_influence`).
+    * ``"attention"``: ``1``. The output ``o_{n-1}`` reads token 0's value
+      ``x_0 W_V`` directly, with weight ``A_{n-1,0}``, whatever ``n`` is.
+
+    At ``n = 1`` both paths are one hop.
 
     Parameters and Raises are as in :func:`sequential_steps`.
 
     Examples
     --------
     >>> max_path_length(512, "recurrent"), max_path_length(512, "attention")
-    (511, 1)
+    (512, 1)
     """
     n = _v.check_positive_int(n, "n")
-    return n - 1 if _check_kind(kind) == "recurrent" else 1
+    return n if _check_kind(kind) == "recurrent" else 1
 
 
 def path_table(ns: Any) -> str:
@@ -312,8 +321,8 @@ def path_table(ns: Any) -> str:
     --------
     >>> print(path_table([2, 10]))  # doctest: +NORMALIZE_WHITESPACE
          n  steps (recurrent)  steps (attention)  path (recurrent)  path (attention)
-         2                  2                  1                 1                 1
-        10                 10                  1                 9                 1
+         2                  2                  1                 2                 1
+        10                 10                  1                10                 1
     """
     values = list(ns) if not isinstance(ns, (str, bytes)) else None
     if not values:
@@ -411,9 +420,11 @@ class ScoreCost:
     multiplies, adds, tanhs : int
         Scalar operations (subtractions would count as adds; there are none).
     largest_intermediate : int
-        Elements of the largest array formed on the way: ``n_q·n_k·d_a`` for
-        the additive score's hidden layer, ``n_q·n_k`` (the scores) for the
-        dot product.
+        Elements of the largest array formed on the way when all pairs are
+        scored in one vectorised step, as :func:`additive_scores` does:
+        ``n_q·n_k·d_a`` for the additive score's hidden layer, ``n_q·n_k`` (the
+        scores) for the dot product. A loop over pairs need not store the
+        hidden layer, but computes it all the same.
     """
 
     name: str

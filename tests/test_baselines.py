@@ -34,68 +34,68 @@ from attnlib.baselines import (
 )
 
 
-def _random_rnn(seed: int, n: int = 6, d_in: int = 3, d_h: int = 4, gain: float = 0.9):
+def _random_rnn(seed: int, n: int = 6, d_in: int = 3, d_s: int = 4, gain: float = 0.9):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d_in))
-    W_x = rng.normal(size=(d_in, d_h)) / math.sqrt(d_in)
-    W_h = gain * rng.normal(size=(d_h, d_h)) / math.sqrt(d_h)
-    b = 0.1 * rng.normal(size=d_h)
-    return X, W_x, W_h, b
+    W_x = rng.normal(size=(d_in, d_s)) / math.sqrt(d_in)
+    W_s = gain * rng.normal(size=(d_s, d_s)) / math.sqrt(d_s)
+    b = 0.1 * rng.normal(size=d_s)
+    return X, W_x, W_s, b
 
 
 # --------------------------------------------------------------------------- 1. states
-def _naive_states(X, W_x, W_h, b, activation="tanh"):
+def _naive_states(X, W_x, W_s, b, activation="tanh"):
     n, d_in = len(X), len(X[0])
-    d_h = len(W_h)
-    h = [0.0] * d_h
+    d_s = len(W_s)
+    s = [0.0] * d_s  # s_{-1} = 0
     out = []
     for t in range(n):
         new = []
-        for j in range(d_h):
+        for j in range(d_s):
             a = b[j]
             for i in range(d_in):
                 a += X[t][i] * W_x[i][j]
-            for i in range(d_h):
-                a += h[i] * W_h[i][j]
+            for i in range(d_s):
+                a += s[i] * W_s[i][j]
             new.append(math.tanh(a) if activation == "tanh" else a)
-        h = new
-        out.append(h)
+        s = new
+        out.append(s)
     return np.array(out)
 
 
 @pytest.mark.parametrize("activation", ["tanh", "linear"])
 @pytest.mark.parametrize("seed", range(4))
 def test_rnn_states_match_a_loop(seed: int, activation: str) -> None:
-    X, W_x, W_h, b = _random_rnn(seed)
-    H = rnn_states(X, W_x, W_h, b, activation=activation)
-    assert H.shape == (X.shape[0], W_x.shape[1])
-    np.testing.assert_allclose(H, _naive_states(X, W_x, W_h, b, activation), rtol=1e-12, atol=1e-12)
+    X, W_x, W_s, b = _random_rnn(seed)
+    states = rnn_states(X, W_x, W_s, b, activation=activation)
+    assert states.shape == (X.shape[0], W_x.shape[1])
+    np.testing.assert_allclose(states, _naive_states(X, W_x, W_s, b, activation), rtol=1e-12, atol=1e-12)
 
 
 def test_rnn_states_default_bias_is_zero_and_tanh_bounds_states() -> None:
-    X, W_x, W_h, _ = _random_rnn(7, gain=5.0)
-    H = rnn_states(X, W_x, W_h)
-    np.testing.assert_array_equal(H, rnn_states(X, W_x, W_h, np.zeros(W_x.shape[1])))
-    assert np.all(np.abs(H) < 1.0)
+    X, W_x, W_s, _ = _random_rnn(7, gain=5.0)
+    states = rnn_states(X, W_x, W_s)
+    np.testing.assert_array_equal(states, rnn_states(X, W_x, W_s, np.zeros(W_x.shape[1])))
+    assert np.all(np.abs(states) < 1.0)
 
 
 def test_rnn_states_accept_integer_lists() -> None:
-    H = rnn_states([[1], [0], [0]], [[1]], [[2]], activation="linear")
-    assert H.dtype == np.float64
-    np.testing.assert_array_equal(H.ravel(), [1.0, 2.0, 4.0])
+    states = rnn_states([[1], [0], [0]], [[1]], [[2]], activation="linear")
+    assert states.dtype == np.float64
+    np.testing.assert_array_equal(states.ravel(), [1.0, 2.0, 4.0])
 
 
 # --------------------------------------------------------------------------- 2. influence
-def _fd_influence(X, W_x, W_h, b, s, activation, eps=1e-6):
-    """Spectral norms of the central-difference Jacobians dh_t/dx_s, for every t."""
+def _fd_influence(X, W_x, W_s, b, r, activation, eps=1e-6):
+    """Spectral norms of the central-difference Jacobians ds_t/dx_r, for every t."""
     n, d_in = X.shape
-    d_h = W_x.shape[1]
-    J = np.zeros((n, d_in, d_h))  # row-vector convention: dh_t = dx_s @ J[t]
+    d_s = W_x.shape[1]
+    J = np.zeros((n, d_in, d_s))  # row-vector convention: ds_t = dx_r @ J[t]
     for i in range(d_in):
         Xp, Xm = X.copy(), X.copy()
-        Xp[s, i] += eps
-        Xm[s, i] -= eps
-        diff = rnn_states(Xp, W_x, W_h, b, activation) - rnn_states(Xm, W_x, W_h, b, activation)
+        Xp[r, i] += eps
+        Xm[r, i] -= eps
+        diff = rnn_states(Xp, W_x, W_s, b, activation) - rnn_states(Xm, W_x, W_s, b, activation)
         J[:, i, :] = diff / (2 * eps)
     return np.array([np.linalg.norm(J[t], ord=2) for t in range(n)])
 
@@ -103,43 +103,45 @@ def _fd_influence(X, W_x, W_h, b, s, activation, eps=1e-6):
 @pytest.mark.parametrize("activation", ["tanh", "linear"])
 @pytest.mark.parametrize(("seed", "t_from"), [(0, 0), (1, 2), (2, 5), (3, 1)])
 def test_influence_matches_finite_differences(seed: int, t_from: int, activation: str) -> None:
-    X, W_x, W_h, b = _random_rnn(seed)
-    exact = input_influence(X, W_x, W_h, t_from=t_from, b=b, activation=activation)
-    numeric = _fd_influence(X, W_x, W_h, b, t_from, activation)
+    X, W_x, W_s, b = _random_rnn(seed)
+    exact = input_influence(X, W_x, W_s, t_from=t_from, b=b, activation=activation)
+    numeric = _fd_influence(X, W_x, W_s, b, t_from, activation)
     assert exact.shape == (X.shape[0],)
     np.testing.assert_array_equal(exact[:t_from], 0.0)
     np.testing.assert_allclose(exact, numeric, rtol=1e-6, atol=1e-9)
 
 
 def test_influence_of_a_linear_recurrence_is_a_matrix_power() -> None:
-    X, W_x, W_h, _ = _random_rnn(11, n=8)
-    got = input_influence(X, W_x, W_h, activation="linear")
-    want = [np.linalg.norm(W_x @ np.linalg.matrix_power(W_h, t), ord=2) for t in range(8)]
+    X, W_x, W_s, _ = _random_rnn(11, n=8)
+    got = input_influence(X, W_x, W_s, activation="linear")
+    want = [np.linalg.norm(W_x @ np.linalg.matrix_power(W_s, t), ord=2) for t in range(8)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_influence_decays_geometrically_for_a_contracting_recurrence() -> None:
-    d_h = 3
-    W_h = 0.5 * np.eye(d_h)
-    got = input_influence(np.ones((10, 2)), np.ones((2, d_h)), W_h, activation="linear")
+    d_s = 3
+    W_s = 0.5 * np.eye(d_s)
+    got = input_influence(np.ones((10, 2)), np.ones((2, d_s)), W_s, activation="linear")
     np.testing.assert_allclose(got[1:] / got[:-1], 0.5)
 
 
 @given(st.integers(min_value=0, max_value=2**32 - 1))
 def test_influence_never_exceeds_its_linear_bound(seed: int) -> None:
-    # |tanh'| <= 1, so ‖J_{t,0}‖ <= ‖W_x‖ ‖W_h‖^t.
-    X, W_x, W_h, b = _random_rnn(seed, n=5)
-    got = input_influence(X, W_x, W_h, b=b)
-    bound = np.linalg.norm(W_x, 2) * np.linalg.norm(W_h, 2) ** np.arange(5)
+    # |tanh'| <= 1, so ‖J_{t,0}‖ <= ‖W_x‖ ‖W_s‖^t.
+    X, W_x, W_s, b = _random_rnn(seed, n=5)
+    got = input_influence(X, W_x, W_s, b=b)
+    bound = np.linalg.norm(W_x, 2) * np.linalg.norm(W_s, 2) ** np.arange(5)
     assert np.all(got <= bound * (1 + 1e-12))
 
 
 # --------------------------------------------------------------------------- 3. steps and paths
 @pytest.mark.parametrize("n", [1, 2, 5, 1000])
 def test_steps_and_paths(n: int) -> None:
+    # Both paths run from the input x_0 to the last token's output: x_0 -> s_0 -> ... -> s_{n-1}
+    # is n hops, x_0 -> o_{n-1} one; at n = 1 they are equal.
     assert sequential_steps(n, "recurrent") == n
     assert sequential_steps(n, "attention") == 1
-    assert max_path_length(n, "recurrent") == n - 1
+    assert max_path_length(n, "recurrent") == n
     assert max_path_length(n, "attention") == 1
 
 
@@ -147,8 +149,8 @@ def test_path_table_rows() -> None:
     lines = path_table([3, 1024]).splitlines()
     assert len(lines) == 3
     assert lines[0].split()[0] == "n"
-    assert lines[1].split() == ["3", "3", "1", "2", "1"]
-    assert lines[2].split() == ["1,024", "1,024", "1", "1,023", "1"]
+    assert lines[1].split() == ["3", "3", "1", "3", "1"]
+    assert lines[2].split() == ["1,024", "1,024", "1", "1,024", "1"]
 
 
 # --------------------------------------------------------------------------- 4. additive scores
@@ -262,8 +264,8 @@ GOOD = _random_rnn(0)
     [
         ({"X": np.ones(3)}, ValueError, r"X must be a 2-D array of shape \(n, d_in\); got shape \(3,\)"),
         ({"X": np.ones((6, 2))}, ValueError, r"W_x has 3 rows but X has d_in=2"),
-        ({"W_h": np.ones((4, 3))}, ValueError, r"W_h must be square of shape \(d_h, d_h\) = \(4, 4\)"),
-        ({"b": np.ones(3)}, ValueError, r"b must have shape \(d_h,\) = \(4,\); got \(3,\)"),
+        ({"W_s": np.ones((4, 3))}, ValueError, r"W_s must be square of shape \(d_s, d_s\) = \(4, 4\)"),
+        ({"b": np.ones(3)}, ValueError, r"b must have shape \(d_s,\) = \(4,\); got \(3,\)"),
         ({"X": np.full((6, 3), np.nan)}, ValueError, r"X must be finite"),
         ({"W_x": np.ones((3, 4), dtype=bool)}, TypeError, r"W_x must hold real numbers, not booleans"),
         ({"X": np.ones((0, 3))}, ValueError, r"X has n=0"),
@@ -272,8 +274,8 @@ GOOD = _random_rnn(0)
 )
 @pytest.mark.parametrize("fn", [rnn_states, input_influence])
 def test_rnn_bad_inputs(fn, kwargs: dict, error: type, match: str) -> None:
-    X, W_x, W_h, b = GOOD
-    args = {"X": X, "W_x": W_x, "W_h": W_h, "b": b, **kwargs}
+    X, W_x, W_s, b = GOOD
+    args = {"X": X, "W_x": W_x, "W_s": W_s, "b": b, **kwargs}
     with pytest.raises(error, match=match):
         fn(**args)
 
@@ -288,9 +290,9 @@ def test_rnn_bad_inputs(fn, kwargs: dict, error: type, match: str) -> None:
     ],
 )
 def test_influence_bad_t_from(t_from, error: type, match: str) -> None:
-    X, W_x, W_h, b = GOOD
+    X, W_x, W_s, b = GOOD
     with pytest.raises(error, match=match):
-        input_influence(X, W_x, W_h, t_from=t_from, b=b)
+        input_influence(X, W_x, W_s, t_from=t_from, b=b)
 
 
 @pytest.mark.parametrize("fn", [sequential_steps, max_path_length])
