@@ -1,19 +1,23 @@
-"""The backward pass of scaled dot-product attention, derived by hand.
+"""The backward pass of scaled dot-product attention, derived by hand, and a training experiment.
 
 :func:`attention_backward` returns the gradients of a loss with respect to
 ``Q``, ``K`` and ``V`` given the gradient ``dO`` with respect to the output of
 ``out = softmax(Q Kᵀ · scale) V``. The tests check it against central finite
 differences and against PyTorch's autograd.
 
-The rest of the module uses it in a small training experiment: one attention
-layer with learned ``W_Q`` and ``W_K`` must retrieve, for each query, the
-value of the key the query matches among ``n_keys − 1`` distractors
-(:func:`retrieval_batch`). The loss is a mean squared error on the attention
-*output*, as in a real network, so every gradient passes through the softmax
-Jacobian. :func:`train_retrieval` trains one layer from Xavier-uniform
-initialisation with plain SGD or Adam under one of :data:`SCALE_RULES`, and
-:func:`learning_rate_sweep` repeats it over ``d_k``, scale rules and learning
-rates.
+The rest of the module is a small training experiment built on the same
+backward lines: one attention layer with learned ``W_Q`` and ``W_K`` must
+retrieve, for each query, the value of the key the query matches among
+``n_keys − 1`` distractors (:func:`retrieval_batch`). The loss is a mean
+squared error on the attention *output*, as in a real network, so every
+gradient passes through the softmax Jacobian
+(:func:`retrieval_loss_and_grads`, checked against finite differences and
+autograd). :func:`train_retrieval` trains one layer from Xavier-uniform
+initialisation with plain SGD or Adam under one of :data:`SCALE_RULES`;
+:func:`learning_rate_sweep` repeats it over ``d_k``, scale rules, learning
+rates and seeds, and its :class:`SweepResult` chooses each seed's best rate on
+a validation batch (:class:`BestRates` reports the chosen runs on a separate
+test batch, and the median and range of the rates over the seeds).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from attnlib import _validation as _v
 from attnlib.core import softmax
@@ -39,6 +44,8 @@ __all__ = [
     "retrieval_loss_and_grads",
     "TrainingRun",
     "train_retrieval",
+    "median_rate",
+    "BestRates",
     "SweepResult",
     "learning_rate_sweep",
 ]
@@ -170,8 +177,6 @@ scaling) and ``1/d_k`` (the choice of μP, the maximal-update parametrisation)."
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 """Optimisers of :func:`train_retrieval`: plain SGD and Adam (β1 = 0.9, β2 = 0.999, ε = 1e-8)."""
 
-# Queries in the fixed evaluation batch of train_retrieval (init statistics and final scores).
-_EVAL_BATCH = 256
 # A row of weights whose largest entry exceeds this counts as saturated (as in attnlib.stats).
 _SATURATED = 0.99
 _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
@@ -350,44 +355,75 @@ def retrieval_batch(
     return RetrievalBatch(X_q=X_q, X_k=X_k, V=V, target=target)
 
 
+def _stack_batches(batches: list[RetrievalBatch]) -> RetrievalBatch:
+    """One batch per seed, stacked along a new leading axis and given a run axis of length 1.
+
+    The arrays get shape ``(n_seeds, 1, batch, ...)``, which broadcasts against weights of shape
+    ``(n_seeds, n_lrs, d_model, d_k)``: every learning rate of a seed sees that seed's data.
+    """
+    fields = ("X_q", "X_k", "V", "target")
+    return RetrievalBatch(**{name: np.stack([getattr(b, name) for b in batches])[:, None] for name in fields})
+
+
 @dataclass(frozen=True)
 class _Pass:
-    """Everything one forward and backward pass of the retrieval layer computes."""
+    """Everything one forward and backward pass of the retrieval layer computes, per run.
 
-    loss: float
-    grad_wq: np.ndarray  # (d_model, d_k) ∂L/∂W_Q
-    grad_wk: np.ndarray  # (d_model, d_k) ∂L/∂W_K
-    P: np.ndarray  # (batch, n_keys) attention weights
-    row_score_grads: np.ndarray  # (batch, n_keys) ∂ℓ_b/∂S_b, ℓ_b the loss of query b alone
-    accuracy: float
+    ``runs`` is the leading shape of the weights, broadcast with that of the batch: ``()`` for one
+    run, ``(n_seeds, n_lrs)`` in a sweep.
+    """
+
+    finite: np.ndarray  # runs, bool: the scores were finite (if not, that run's Q and K were zeroed)
+    loss: np.ndarray  # runs
+    grad_wq: np.ndarray  # (*runs, d_model, d_k) ∂L/∂W_Q
+    grad_wk: np.ndarray  # (*runs, d_model, d_k) ∂L/∂W_K
+    P: np.ndarray  # (*runs, batch, n_keys) attention weights
+    row_score_grads: np.ndarray  # (*runs, batch, n_keys) ∂ℓ_b/∂S_b, ℓ_b the loss of query b alone
+    accuracy: np.ndarray  # runs
 
 
-def _forward_backward(W_Q: np.ndarray, W_K: np.ndarray, b: RetrievalBatch, scale: float) -> _Pass | None:
-    """Loss, parameter gradients and diagnostics; ``None`` if the scores are not finite."""
-    n_b, n_keys, d_model = b.X_k.shape
-    d_k = W_Q.shape[1]
+def _forward_backward(W_Q: np.ndarray, W_K: np.ndarray, b: RetrievalBatch, scale: Any) -> _Pass:
+    """Loss, parameter gradients and diagnostics of every run at once.
+
+    ``W_Q, W_K`` have shape ``(*runs, d_model, d_k)``, ``scale`` is a number or an array of
+    shape ``runs``; the batch's arrays have leading shape ``(*data_runs, batch)`` with
+    ``data_runs`` broadcastable to ``runs``. A run whose scores are not finite is flagged in
+    ``finite`` and computed with zero scores, so that the other runs go on and no NaN reaches
+    the softmax.
+
+    The keys ``X_k W_K`` (``batch · n_keys`` rows) are never formed: ``W_K`` moves to the query
+    side, ``U = scale · Q W_Kᵀ`` with ``Q = X_q W_Q``, and ``S_bj = U_b · x_k[b, j]``. Every
+    product of weights is then one of ``batch`` rows, which makes a sweep several times cheaper.
+    The backward pass follows the same lines in reverse; its softmax line is that of
+    :func:`attention_backward`.
+    """
+    n_b = b.X_k.shape[-3]
     d_v = b.V.shape[-1]
+    c = np.asarray(scale, dtype=np.float64)[..., None, None]  # (*runs, 1, 1) or (1, 1)
+    X_q = b.X_q[..., 0, :]  # (*data_runs, batch, d_model)
     with np.errstate(over="ignore", invalid="ignore"):
-        Q = b.X_q @ W_Q  # (batch, 1, d_k)
-        K = (b.X_k.reshape(-1, d_model) @ W_K).reshape(n_b, n_keys, d_k)  # (batch, n_keys, d_k)
-        S = scale * (Q @ K.swapaxes(-1, -2))  # (batch, 1, n_keys)
-    if not np.isfinite(S).all():
-        return None
-    P = softmax(S, axis=-1)  # (batch, 1, n_keys)
-    O = P @ b.V  # (batch, 1, d_v)
-    Y = b.V[np.arange(n_b), b.target][:, None, :]  # (batch, 1, d_v)
-    err = O - Y  # (batch, 1, d_v)
-    loss = float(np.mean(err**2))
-    dO = (2.0 / err.size) * err  # (batch, 1, d_v)
-    dQ, dK, _ = attention_backward(Q, K, b.V, dO, scale=scale)
-    dW_Q = b.X_q[:, 0, :].T @ dQ[:, 0, :]  # (d_model, d_k)
-    dW_K = b.X_k.reshape(-1, d_model).T @ dK.reshape(-1, d_k)  # (d_model, d_k)
-    # ∂ℓ_b/∂S_b for the loss of query b alone, ℓ_b = mean over d_v of err²: the
-    # softmax Jacobian applied to ∂ℓ_b/∂P_b (the line dS = P ⊙ (dP − rowsum(dP ⊙ P))).
-    dP = (2.0 / d_v) * (err @ b.V.swapaxes(-1, -2))  # (batch, 1, n_keys)
-    dS = P * (dP - (dP * P).sum(axis=-1, keepdims=True))  # (batch, 1, n_keys)
-    accuracy = float(np.mean(P[:, 0, :].argmax(axis=-1) == b.target))
-    return _Pass(loss, dW_Q, dW_K, P[:, 0, :], dS[:, 0, :], accuracy)
+        Q = X_q @ W_Q  # (*runs, batch, d_k)
+        U = c * (Q @ W_K.swapaxes(-1, -2))  # (*runs, batch, d_model)
+        S = np.einsum("...bd,...bnd->...bn", U, b.X_k)  # (*runs, batch, n_keys)
+    finite = np.isfinite(S).all(axis=(-2, -1))  # runs
+    if not finite.all():
+        S = np.where(finite[..., None, None], S, 0.0)  # (*runs, batch, n_keys)
+    P = softmax(S, axis=-1)  # (*runs, batch, n_keys)
+    O = np.einsum("...bn,...bnv->...bv", P, b.V)  # (*runs, batch, d_v)
+    Y = np.take_along_axis(b.V, b.target[..., None, None], axis=-2)[..., 0, :]  # (*data_runs, batch, d_v)
+    err = O - Y  # (*runs, batch, d_v)
+    loss = np.mean(err**2, axis=(-2, -1))  # runs
+    # ∂ℓ_b/∂S_b for the loss of query b alone, ℓ_b = mean over d_v of err²: the softmax
+    # Jacobian applied to ∂ℓ_b/∂P_b (the line dS = P ⊙ (dP − rowsum(dP ⊙ P)) of attention_backward).
+    dP = (2.0 / d_v) * np.einsum("...bv,...bnv->...bn", err, b.V)  # (*runs, batch, n_keys)
+    row_dS = P * (dP - (dP * P).sum(axis=-1, keepdims=True))  # (*runs, batch, n_keys)
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is caught by the caller
+        dU = np.einsum("...bn,...bnd->...bd", row_dS / n_b, b.X_k)  # (*runs, batch, d_model); L = mean_b ℓ_b
+        dQ = c * (dU @ W_K)  # (*runs, batch, d_k)
+        dW_Q = X_q.swapaxes(-1, -2) @ dQ  # (*runs, d_model, d_k)
+        dW_K = (c * dU).swapaxes(-1, -2) @ Q  # (*runs, d_model, d_k)
+    accuracy = np.mean(P.argmax(axis=-1) == b.target, axis=-1)  # runs
+    return _Pass(finite, loss, dW_Q, dW_K, P, row_dS, accuracy)
 
 
 def retrieval_loss_and_grads(
@@ -405,8 +441,12 @@ def retrieval_loss_and_grads(
     ``L = mean((O − V[target])²)``. The loss sits downstream of the
     attention output, so its gradient reaches the scores only through the
     softmax Jacobian. Backward pass: ``dO = 2 (O − V[target]) / (batch · d_v)``;
-    :func:`attention_backward` gives ``dQ`` and ``dK``; then
-    ``dW_Q = Σ_b X_q[b]ᵀ dQ[b]`` and ``dW_K = Σ_b X_k[b]ᵀ dK[b]``.
+    the lines of :func:`attention_backward` give ``dQ`` and ``dK``; then
+    ``dW_Q = Σ_b X_q[b]ᵀ dQ[b]`` and ``dW_K = Σ_b X_k[b]ᵀ dK[b]``. (The
+    computation never forms ``K``: with ``U = scale · Q W_Kᵀ`` the scores are
+    ``S_b = U_b X_k[b]ᵀ``, and ``dW_K = Σ_b X_k[b]ᵀ dK[b]`` is the same sum
+    taken as ``dUᵀ Q``, which is much cheaper when ``n_keys · d_k`` is large.
+    The tests compare the result with :func:`attention_backward` itself.)
 
     Parameters
     ----------
@@ -467,17 +507,22 @@ def retrieval_loss_and_grads(
     if checked is None:
         raise TypeError("scale must be a real number; got None")
     out = _forward_backward(W_Q, W_K, batch, checked)
-    if out is None:
+    if not out.finite:
         raise ValueError(
             f"the scores overflow float64 (largest |W_Q| = {np.abs(W_Q).max():.3g}, "
             f"|W_K| = {np.abs(W_K).max():.3g}, scale = {checked:.3g})"
         )
-    return out.loss, out.grad_wq, out.grad_wk
+    return float(out.loss), out.grad_wq, out.grad_wk
 
 
 @dataclass(frozen=True)
 class TrainingRun:
     """One training run of :func:`train_retrieval`.
+
+    Two held-out batches, drawn once per seed and never trained on, play two roles: the
+    *validation* batch chooses among runs (the best learning rate of a seed is the one with the
+    lowest ``val_loss``), and the *test* batch reports the chosen run (``test_loss``,
+    ``test_accuracy``). Reporting on the batch that made the choice would flatter the winner.
 
     Attributes
     ----------
@@ -487,6 +532,8 @@ class TrainingRun:
         One of :data:`SCALE_RULES`.
     lr : float
         Learning rate.
+    seed : int
+        Seed of the initial weights, the training data and the two held-out batches.
     steps : int
         Steps requested.
     optimizer : str
@@ -498,20 +545,21 @@ class TrainingRun:
     accuracy : ndarray, shape (steps_done,)
         Fraction of that batch's queries whose largest weight is on the target.
     init_saturated_fraction : float
-        Fraction of the evaluation batch's rows whose largest weight exceeds
+        Fraction of the validation batch's rows whose largest weight exceeds
         0.99 at initialisation.
     init_score_grad_norms : ndarray, shape (eval_batch,)
-        At initialisation, for each query of the evaluation batch, the norm of
+        At initialisation, for each query of the validation batch, the norm of
         ``∂ℓ_b/∂S_b``: the gradient of that query's own loss with respect to the
         softmax's input ``S = scale · Q Kᵀ`` (the gradient reaching the raw
         scores ``Q Kᵀ`` is ``scale`` times this). Per-query, so it does not
         depend on the batch size.
     init_max_weight_mean : float
-        Mean largest weight over the evaluation batch at initialisation.
-    final_loss : float
-        Loss on the evaluation batch after training (``nan`` if diverged).
-    final_accuracy : float
-        Accuracy on the evaluation batch after training (0 if diverged).
+        Mean largest weight over the validation batch at initialisation.
+    val_loss, val_accuracy : float
+        Loss and accuracy on the validation batch after training (``nan`` and
+        0 if the run diverged); used to choose the learning rate.
+    test_loss, test_accuracy : float
+        The same on the test batch; used to report.
     diverged : bool
         The scores, loss, gradients or weights became non-finite.
     """
@@ -519,6 +567,7 @@ class TrainingRun:
     d_k: int
     scale_rule: str
     lr: float
+    seed: int
     steps: int
     optimizer: str
     losses: np.ndarray
@@ -526,9 +575,120 @@ class TrainingRun:
     init_saturated_fraction: float
     init_score_grad_norms: np.ndarray
     init_max_weight_mean: float
-    final_loss: float
-    final_accuracy: float
+    val_loss: float
+    val_accuracy: float
+    test_loss: float
+    test_accuracy: float
     diverged: bool
+
+
+def _train_runs(
+    d_k: int,
+    scale_rules: tuple[str, ...],
+    lrs: tuple[float, ...],
+    seeds: tuple[int, ...],
+    *,
+    steps: int,
+    batch: int,
+    n_keys: int,
+    d_model: int,
+    d_v: int,
+    optimizer: str,
+    eval_batch: int,
+) -> list[TrainingRun]:
+    """Train every (scale rule, learning rate) pair of one ``d_k`` for every seed, all at once.
+
+    The weights carry leading axes ``(n_seeds, n_configs)``, a config being one scale rule and
+    one learning rate; each step draws one batch per seed and every config of that seed trains
+    on it, so one pass of array arithmetic serves all runs. Each run follows the arithmetic of
+    a run trained alone; only the matrix products are batched. Returns the runs in the order
+    scale rule, seed, learning rate.
+    """
+    configs = [(rule, lr) for rule in scale_rules for lr in lrs]
+    n_s, n_c, n_r = len(seeds), len(configs), len(scale_rules)
+    scale = np.array([[_scale_for(d_k, rule) for rule, _ in configs]])  # (1, configs)
+    lr = np.array([lr for _, lr in configs])[None, :, None, None]  # (1, configs, 1, 1)
+    streams = [np.random.SeedSequence(s).spawn(4) for s in seeds]  # init, data, validation, test
+    init_rngs = [np.random.default_rng(ss[0]) for ss in streams]
+    pairs = [(xavier_uniform(d_model, d_k, r), xavier_uniform(d_model, d_k, r)) for r in init_rngs]
+    W0 = [np.stack([p[i] for p in pairs])[:, None] for i in (0, 1)]  # 2 × (seeds, 1, d_model, d_k)
+    params = [np.repeat(w, n_c, axis=1) for w in W0]  # 2 × (seeds, configs, d_model, d_k)
+    data_rngs = [np.random.default_rng(ss[1]) for ss in streams]
+    val, test = (
+        _stack_batches([retrieval_batch(eval_batch, n_keys, d_model, d_v, np.random.default_rng(ss[i]))
+                        for ss in streams])
+        for i in (2, 3)
+    )  # one validation and one test batch per seed
+
+    init = _forward_backward(W0[0], W0[1], val, np.array([[_scale_for(d_k, r) for r in scale_rules]]))
+    top = init.P.max(axis=-1)  # (seeds, rules, eval_batch)
+
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    alive = np.ones((n_s, n_c), dtype=bool)
+    losses = np.full((n_s, n_c, steps), np.nan)
+    accuracy = np.full((n_s, n_c, steps), np.nan)
+    for t in range(1, steps + 1):
+        data = _stack_batches([retrieval_batch(batch, n_keys, d_model, d_v, r) for r in data_rngs])
+        out = _forward_backward(params[0], params[1], data, scale)
+        grads = [out.grad_wq, out.grad_wk]
+        # A run diverges when its scores or loss stop being finite; weights or gradients that
+        # overflow show up as non-finite scores one step later (or in the final passes).
+        now = alive & out.finite & np.isfinite(out.loss)
+        if not now.any():
+            break
+        if not now.all():  # a diverged run stops: its weights are frozen at zero (zero gradient)
+            keep = now[..., None, None]
+            params, grads = [np.where(keep, p, 0.0) for p in params], [np.where(keep, g, 0.0) for g in grads]
+            m, v = [np.where(keep, a, 0.0) for a in m], [np.where(keep, a, 0.0) for a in v]
+        alive = now
+        losses[..., t - 1] = np.where(alive, out.loss, np.nan)
+        accuracy[..., t - 1] = np.where(alive, out.accuracy, np.nan)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is caught at the next step
+            for i, g in enumerate(grads):
+                if optimizer == "sgd":
+                    params[i] -= lr * g
+                    continue
+                # Adam, in place: m̂ / (√v̂ + ε) with m̂ = m / (1 − β1ᵗ), v̂ = v / (1 − β2ᵗ)
+                # equals m · (√(1 − β2ᵗ) / (1 − β1ᵗ)) / (√v + ε √(1 − β2ᵗ)).
+                m[i] *= _ADAM_BETA1
+                m[i] += (1 - _ADAM_BETA1) * g
+                v[i] *= _ADAM_BETA2
+                v[i] += (1 - _ADAM_BETA2) * np.square(g)
+                root = math.sqrt(1 - _ADAM_BETA2**t)
+                step = np.sqrt(v[i])
+                step += _ADAM_EPS * root
+                np.divide(m[i], step, out=step)
+                step *= lr * (root / (1 - _ADAM_BETA1**t))
+                params[i] -= step
+
+    steps_done = np.isfinite(losses).sum(axis=-1)  # (seeds, configs)
+    final_val, final_test = (_forward_backward(params[0], params[1], held, scale) for held in (val, test))
+    alive &= final_val.finite & final_test.finite & np.isfinite(final_val.loss) & np.isfinite(final_test.loss)
+    return [
+        TrainingRun(
+            d_k=d_k,
+            scale_rule=rule,
+            lr=float(rate),
+            seed=int(seeds[s]),
+            steps=steps,
+            optimizer=optimizer,
+            losses=losses[s, j, : steps_done[s, j]].copy(),
+            accuracy=accuracy[s, j, : steps_done[s, j]].copy(),
+            init_saturated_fraction=float(np.mean(top[s, j // len(lrs)] > _SATURATED)),
+            init_score_grad_norms=np.linalg.norm(init.row_score_grads[s, j // len(lrs)], axis=-1),
+            init_max_weight_mean=float(top[s, j // len(lrs)].mean()),
+            val_loss=float(final_val.loss[s, j]) if alive[s, j] else math.nan,
+            val_accuracy=float(final_val.accuracy[s, j]) if alive[s, j] else 0.0,
+            test_loss=float(final_test.loss[s, j]) if alive[s, j] else math.nan,
+            test_accuracy=float(final_test.accuracy[s, j]) if alive[s, j] else 0.0,
+            diverged=not alive[s, j],
+        )
+        for r in range(n_r)
+        for s in range(n_s)
+        for j, (rule, rate) in enumerate(configs)
+        if j // len(lrs) == r
+    ]
 
 
 def train_retrieval(
@@ -543,6 +703,7 @@ def train_retrieval(
     d_v: int = 16,
     seed: int = 0,
     optimizer: str = "sgd",
+    eval_batch: int = 256,
 ) -> TrainingRun:
     """Train one attention layer's ``W_Q`` and ``W_K`` on the retrieval task.
 
@@ -556,14 +717,16 @@ def train_retrieval(
     Xavier gives ``Var(W) = 2 / (d_model + d_k)``, so a component of
     ``q = x W_Q`` has variance ``d_model · 2 / (d_model + d_k)``, which is
     exactly 1 when ``d_model = d_k``: at initialisation queries and keys are
-    the unit-variance vectors of the textbook argument, and an unscaled score
-    ``q · k`` has variance ``≈ d_k``.
+    the unit-variance vectors of the textbook argument, and the unscaled score
+    of a query and a distractor key has variance ``≈ d_k``. (The matching key
+    shares the query's embedding up to the noise, so that pair is not
+    independent.)
 
     Fair comparisons: the seed fixes the initial weights, the training data
-    stream and a separate evaluation batch of 256 queries (three independent
-    streams spawned from ``numpy.random.SeedSequence(seed)``), so runs that
-    differ only in ``scale_rule``, ``lr`` or ``optimizer`` see the same
-    weights and data.
+    stream, a validation batch and a test batch of ``eval_batch`` queries each
+    (four independent streams spawned from ``numpy.random.SeedSequence(seed)``),
+    so runs that differ only in ``scale_rule``, ``lr`` or ``optimizer`` see the
+    same weights and data.
 
     Parameters
     ----------
@@ -588,6 +751,8 @@ def train_retrieval(
     optimizer : {"sgd", "adam"}
         Plain SGD, or Adam with ``β1 = 0.9``, ``β2 = 0.999``, ``ε = 1e-8``
         and bias correction.
+    eval_batch : int
+        Queries in each of the two held-out batches.
 
     Returns
     -------
@@ -619,12 +784,18 @@ def train_retrieval(
     what remains of the comparison is the scale of the scores at
     initialisation (``init_saturated_fraction``).
 
+    At large learning rates training is chaotic: the unscaled layer's weights
+    grow until most rows are saturated, and the final loss then depends on
+    rounding, so the same run can end at losses several times apart on two
+    CPUs. Compare such runs over several seeds (:func:`learning_rate_sweep`),
+    not one by one.
+
     Examples
     --------
     >>> run = train_retrieval(16, lr=1.0, steps=100, seed=0)
     >>> run.losses.shape
     (100,)
-    >>> bool(run.final_loss < run.losses[0])
+    >>> bool(run.test_loss < run.losses[0])
     True
     >>> run.init_score_grad_norms.shape
     (256,)
@@ -632,131 +803,288 @@ def train_retrieval(
     d_k = _v.check_positive_int(d_k, "d_k")
     scale_rule = _check_choice(scale_rule, "scale_rule", SCALE_RULES)
     lr = _check_positive_real(lr, "lr")
-    steps = _v.check_positive_int(steps, "steps")
-    batch = _v.check_positive_int(batch, "batch")
-    n_keys = _check_n_keys(n_keys)
-    d_model = d_k if d_model is None else _v.check_positive_int(d_model, "d_model")
-    d_v = _v.check_positive_int(d_v, "d_v")
     seed = _check_seed(seed)
-    optimizer = _check_choice(optimizer, "optimizer", OPTIMIZERS)
-    scale = _scale_for(d_k, scale_rule)
+    kwargs = _check_train_kwargs(d_k, steps, batch, n_keys, d_model, d_v, optimizer, eval_batch)
+    return _train_runs(d_k, (scale_rule,), (lr,), (seed,), **kwargs)[0]
 
-    init_ss, data_ss, eval_ss = np.random.SeedSequence(seed).spawn(3)
-    init_rng = np.random.default_rng(init_ss)
-    W_Q = xavier_uniform(d_model, d_k, init_rng)  # (d_model, d_k)
-    W_K = xavier_uniform(d_model, d_k, init_rng)  # (d_model, d_k)
-    data_rng = np.random.default_rng(data_ss)
-    eval_b = retrieval_batch(_EVAL_BATCH, n_keys, d_model, d_v, np.random.default_rng(eval_ss))
 
-    init = _forward_backward(W_Q, W_K, eval_b, scale)
-    assert init is not None  # Xavier weights and Gaussian data give finite scores
-    top = init.P.max(axis=-1)  # (eval_batch,)
+def _check_train_kwargs(
+    d_k: int, steps: Any, batch: Any, n_keys: Any, d_model: Any, d_v: Any, optimizer: Any, eval_batch: Any
+) -> dict[str, Any]:
+    """The sizes and optimiser of a run, checked; ``d_model=None`` becomes ``d_k``."""
+    return {
+        "steps": _v.check_positive_int(steps, "steps"),
+        "batch": _v.check_positive_int(batch, "batch"),
+        "n_keys": _check_n_keys(n_keys),
+        "d_model": d_k if d_model is None else _v.check_positive_int(d_model, "d_model"),
+        "d_v": _v.check_positive_int(d_v, "d_v"),
+        "optimizer": _check_choice(optimizer, "optimizer", OPTIMIZERS),
+        "eval_batch": _v.check_positive_int(eval_batch, "eval_batch"),
+    }
 
-    params = [W_Q, W_K]
-    m = [np.zeros_like(W_Q), np.zeros_like(W_K)]
-    v = [np.zeros_like(W_Q), np.zeros_like(W_K)]
-    losses: list[float] = []
-    accuracy: list[float] = []
-    diverged = False
-    for t in range(1, steps + 1):
-        data = retrieval_batch(batch, n_keys, d_model, d_v, data_rng)
-        out = _forward_backward(params[0], params[1], data, scale)
-        grads = () if out is None else (out.grad_wq, out.grad_wk)
-        if out is None or not (math.isfinite(out.loss) and all(np.isfinite(g).all() for g in grads)):
-            diverged = True
-            break
-        losses.append(out.loss)
-        accuracy.append(out.accuracy)
-        for i, g in enumerate(grads):
-            if optimizer == "sgd":
-                params[i] = params[i] - lr * g
-            else:
-                m[i] = _ADAM_BETA1 * m[i] + (1 - _ADAM_BETA1) * g
-                v[i] = _ADAM_BETA2 * v[i] + (1 - _ADAM_BETA2) * g * g
-                m_hat = m[i] / (1 - _ADAM_BETA1**t)
-                v_hat = v[i] / (1 - _ADAM_BETA2**t)
-                params[i] = params[i] - lr * m_hat / (np.sqrt(v_hat) + _ADAM_EPS)
-        if not (np.isfinite(params[0]).all() and np.isfinite(params[1]).all()):
-            diverged = True
-            break
 
-    final = None if diverged else _forward_backward(params[0], params[1], eval_b, scale)
-    if final is None:
-        diverged = True
-    return TrainingRun(
-        d_k=d_k,
-        scale_rule=scale_rule,
-        lr=lr,
-        steps=steps,
-        optimizer=optimizer,
-        losses=np.array(losses),
-        accuracy=np.array(accuracy),
-        init_saturated_fraction=float(np.mean(top > _SATURATED)),
-        init_score_grad_norms=np.linalg.norm(init.row_score_grads, axis=-1),
-        init_max_weight_mean=float(top.mean()),
-        final_loss=math.nan if final is None else final.loss,
-        final_accuracy=0.0 if final is None else final.accuracy,
-        diverged=diverged,
-    )
+def median_rate(rates: Iterable[float]) -> float:
+    """The median of learning rates, taken on the logarithmic scale of a grid.
+
+    For an odd number of rates this is the middle one, so the median of rates
+    drawn from a grid is a grid value. For an even number it is the geometric
+    mean of the two middle ones (the midpoint on a log axis), not their
+    arithmetic mean.
+
+    Parameters
+    ----------
+    rates : iterable of float
+        Positive rates, at least one.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        No rates, or a rate that is not positive and finite.
+
+    Examples
+    --------
+    >>> median_rate([0.1, 3.0, 0.3, 0.3, 10.0])
+    0.3
+    >>> print(f"{median_rate([0.1, 1.0]):.4f}")
+    0.3162
+    """
+    values = sorted(float(r) for r in rates)
+    if not values:
+        raise ValueError("rates must not be empty")
+    if not all(math.isfinite(r) and r > 0 for r in values):
+        raise ValueError(f"rates must be positive and finite; got {values}")
+    n = len(values)
+    if n % 2:
+        return values[n // 2]
+    return math.sqrt(values[n // 2 - 1] * values[n // 2])
+
+
+@dataclass(frozen=True)
+class BestRates:
+    """The best learning rate of one setting, seed by seed, and how the chosen runs do.
+
+    For each seed the best rate is the one whose run has the lowest loss on
+    the validation batch; the chosen run is then measured on the test batch.
+
+    Attributes
+    ----------
+    d_k : int
+    scale_rule : str
+    seeds : tuple of int
+    lrs : tuple of float
+        The best rate of each seed, in the order of ``seeds``.
+    test_losses, test_accuracies : tuple of float
+        Test-batch loss and accuracy of each seed's chosen run.
+    """
+
+    d_k: int
+    scale_rule: str
+    seeds: tuple[int, ...]
+    lrs: tuple[float, ...]
+    test_losses: tuple[float, ...]
+    test_accuracies: tuple[float, ...]
+
+    @property
+    def median_lr(self) -> float:
+        """Median best rate over the seeds (:func:`median_rate`)."""
+        return median_rate(self.lrs)
+
+    @property
+    def lr_range(self) -> tuple[float, float]:
+        """Smallest and largest best rate over the seeds."""
+        return min(self.lrs), max(self.lrs)
+
+    @property
+    def median_test_loss(self) -> float:
+        """Median over the seeds of the chosen runs' test loss."""
+        return float(np.median(self.test_losses))
+
+    @property
+    def median_test_accuracy(self) -> float:
+        """Median over the seeds of the chosen runs' test accuracy."""
+        return float(np.median(self.test_accuracies))
 
 
 @dataclass(frozen=True)
 class SweepResult:
-    """The runs of :func:`learning_rate_sweep`, with the best learning rate per setting.
+    """The runs of :func:`learning_rate_sweep`, with the best learning rates per setting.
 
     Attributes
     ----------
     runs : tuple of TrainingRun
-        In the order ``d_k``, then scale rule, then learning rate.
+        In the order ``d_k``, scale rule, seed, learning rate.
     """
 
     runs: tuple[TrainingRun, ...]
 
-    def best(self, d_k: int, scale_rule: str) -> TrainingRun:
-        """The run with the lowest ``final_loss`` among the non-diverged runs of one setting.
+    def _distinct(self, field: str) -> tuple[Any, ...]:
+        return tuple(dict.fromkeys(getattr(r, field) for r in self.runs))
+
+    @property
+    def d_ks(self) -> tuple[int, ...]:
+        """The widths, in sweep order."""
+        return self._distinct("d_k")
+
+    @property
+    def scale_rules(self) -> tuple[str, ...]:
+        """The scale rules, in sweep order."""
+        return self._distinct("scale_rule")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The seeds, in sweep order."""
+        return self._distinct("seed")
+
+    @property
+    def lrs(self) -> tuple[float, ...]:
+        """The learning rates, in sweep order."""
+        return self._distinct("lr")
+
+    def _setting(self, d_k: int, scale_rule: str) -> list[TrainingRun]:
+        matching = [r for r in self.runs if r.d_k == d_k and r.scale_rule == scale_rule]
+        if not matching:
+            have = sorted({(r.d_k, r.scale_rule) for r in self.runs})
+            raise ValueError(f"no run with d_k={d_k} and scale_rule={scale_rule!r}; the sweep has {have}")
+        return matching
+
+    def run(self, d_k: int, scale_rule: str, seed: int, lr: float) -> TrainingRun:
+        """The run of one setting, seed and learning rate.
+
+        Raises
+        ------
+        ValueError
+            The sweep has no such run.
+        """
+        for r in self._setting(d_k, scale_rule):
+            if r.seed == seed and r.lr == lr:
+                return r
+        raise ValueError(
+            f"no run with d_k={d_k}, scale_rule={scale_rule!r}, seed={seed}, lr={lr}; "
+            f"the sweep has seeds {self.seeds} and learning rates {self.lrs}"
+        )
+
+    def best(self, d_k: int, scale_rule: str, seed: int) -> TrainingRun:
+        """The run of one seed with the lowest ``val_loss`` among its non-diverged runs.
 
         Parameters
         ----------
         d_k : int
         scale_rule : str
+        seed : int
 
         Returns
         -------
         TrainingRun
             Ties go to the first in sweep order (the smaller learning rate
-            when the rates were given in increasing order).
+            when the rates were given in increasing order). Its ``test_loss``
+            and ``test_accuracy`` are the figures to report: the test batch
+            played no part in the choice.
 
         Raises
         ------
         ValueError
-            No run has this ``d_k`` and ``scale_rule``, or all of them diverged.
+            No run has this ``d_k``, ``scale_rule`` and ``seed``, or all of them diverged.
 
         Examples
         --------
-        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), steps=20)
-        >>> sweep.best(8, "inverse_sqrt").lr in (0.1, 1.0)
+        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), seeds=(0,), steps=20)
+        >>> sweep.best(8, "inverse_sqrt", 0).lr in (0.1, 1.0)
         True
         """
-        matching = [r for r in self.runs if r.d_k == d_k and r.scale_rule == scale_rule]
+        matching = [r for r in self._setting(d_k, scale_rule) if r.seed == seed]
         if not matching:
-            have = sorted({(r.d_k, r.scale_rule) for r in self.runs})
-            raise ValueError(f"no run with d_k={d_k} and scale_rule={scale_rule!r}; the sweep has {have}")
+            raise ValueError(f"no run with d_k={d_k}, scale_rule={scale_rule!r} and seed={seed}; "
+                             f"the sweep has seeds {self.seeds}")
         ok = [r for r in matching if not r.diverged]
         if not ok:
             raise ValueError(
-                f"all {len(matching)} runs with d_k={d_k} and scale_rule={scale_rule!r} diverged "
-                f"(learning rates {[r.lr for r in matching]})"
+                f"all {len(matching)} runs with d_k={d_k}, scale_rule={scale_rule!r} and seed={seed} "
+                f"diverged (learning rates {[r.lr for r in matching]})"
             )
-        return min(ok, key=lambda r: r.final_loss)
+        return min(ok, key=lambda r: r.val_loss)
+
+    def best_rates(self, d_k: int, scale_rule: str) -> BestRates:
+        """Each seed's best learning rate for one setting, with the test results of the chosen runs.
+
+        Returns
+        -------
+        BestRates
+            ``median_lr`` and ``lr_range`` summarise the rates over the seeds.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`best`, for the first seed that fails.
+
+        Examples
+        --------
+        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), seeds=(0, 1, 2), steps=20)
+        >>> b = sweep.best_rates(8, "inverse_sqrt")
+        >>> len(b.lrs), b.median_lr in (0.1, 1.0)
+        (3, True)
+        """
+        chosen = [self.best(d_k, scale_rule, s) for s in self._distinct_seeds(d_k, scale_rule)]
+        return BestRates(
+            d_k=d_k,
+            scale_rule=scale_rule,
+            seeds=tuple(r.seed for r in chosen),
+            lrs=tuple(r.lr for r in chosen),
+            test_losses=tuple(r.test_loss for r in chosen),
+            test_accuracies=tuple(r.test_accuracy for r in chosen),
+        )
+
+    def _distinct_seeds(self, d_k: int, scale_rule: str) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(r.seed for r in self._setting(d_k, scale_rule)))
+
+    def grid(self, d_k: int, scale_rule: str, field: str = "val_loss") -> np.ndarray:
+        """One number per run of a setting, as a ``(seeds, learning rates)`` array.
+
+        Parameters
+        ----------
+        d_k : int
+        scale_rule : str
+        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy"}
+            The :class:`TrainingRun` attribute to collect (``nan`` loss for a
+            diverged run).
+
+        Returns
+        -------
+        ndarray, shape (len(seeds), len(lrs))
+            Rows in the order of :attr:`seeds`, columns in that of :attr:`lrs`.
+
+        Raises
+        ------
+        ValueError
+            An unknown ``field`` or setting.
+
+        Examples
+        --------
+        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), seeds=(0, 1), steps=5)
+        >>> sweep.grid(8, "none").shape
+        (2, 2)
+        """
+        fields = ("val_loss", "val_accuracy", "test_loss", "test_accuracy")
+        _check_choice(field, "field", fields)
+        runs = self._setting(d_k, scale_rule)
+        seeds, lrs = self._distinct_seeds(d_k, scale_rule), tuple(dict.fromkeys(r.lr for r in runs))
+        out = np.full((len(seeds), len(lrs)), np.nan)
+        for r in runs:
+            out[seeds.index(r.seed), lrs.index(r.lr)] = getattr(r, field)
+        return out
 
     def table(self) -> str:
-        """A plain-text table: per ``(d_k, scale rule)`` the best run and the initial statistics.
+        """A plain-text table of the best learning rates: per ``(d_k, scale rule)``, seed by seed.
 
-        Columns: ``d_k``, scale rule, optimiser, best learning rate, final
-        loss and accuracy of that run on the evaluation batch, the fraction of
-        saturated rows at initialisation (largest weight > 0.99), and the median
-        over queries of ``‖∂ℓ/∂S‖`` at initialisation. A setting whose runs all
-        diverged shows ``diverged``.
+        Columns: ``d_k``, scale rule, the best rate of each seed (in the
+        order of :attr:`seeds`), their median and their range. Only rates
+        are shown: they are values of the grid, so they print the same on
+        every machine as long as each seed's choice does, while the losses
+        of runs at large learning rates depend on rounding. A setting in
+        which some seed's runs all diverged shows ``diverged``.
 
         Returns
         -------
@@ -764,33 +1092,24 @@ class SweepResult:
 
         Examples
         --------
-        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), steps=20)
+        >>> sweep = learning_rate_sweep((8,), (0.1, 1.0), seeds=(0, 1, 2), steps=20)
         >>> print(sweep.table().splitlines()[0])
-          d_k  scale         opt   best lr  final loss  final acc  init sat  med |dL/dS|
+          d_k  scale         best lr per seed  median  range
         """
-        header = (
-            f"{'d_k':>5}  {'scale':<12}  {'opt':<4}  {'best lr':>7}  {'final loss':>10}  "
-            f"{'final acc':>9}  {'init sat':>8}  {'med |dL/dS|':>11}"
-        )
-        lines = [header]
-        seen: list[tuple[int, str, str]] = []
-        for r in self.runs:
-            if (r.d_k, r.scale_rule, r.optimizer) not in seen:
-                seen.append((r.d_k, r.scale_rule, r.optimizer))
-        for d_k, rule, opt in seen:
-            group = [r for r in self.runs if (r.d_k, r.scale_rule, r.optimizer) == (d_k, rule, opt)]
-            first = group[0]
-            ok = [r for r in group if not r.diverged]
-            med = float(np.median(first.init_score_grad_norms))
-            if ok:
-                b = min(ok, key=lambda r: r.final_loss)
-                lr, loss, acc = f"{b.lr:>7.3g}", f"{b.final_loss:>10.4f}", f"{b.final_accuracy:>9.3f}"
-            else:
-                lr, loss, acc = f"{'—':>7}", f"{'diverged':>10}", f"{'—':>9}"
-            lines.append(
-                f"{d_k:>5}  {rule:<12}  {opt:<4}  {lr}  {loss}  {acc}  "
-                f"{first.init_saturated_fraction:>8.3f}  {med:>11.3g}"
-            )
+        rows = []
+        for d_k in self.d_ks:
+            for rule in self.scale_rules:
+                try:
+                    b = self.best_rates(d_k, rule)
+                except ValueError:
+                    rows.append((f"{d_k:>5}  {rule:<12}", "diverged", "", ""))
+                    continue
+                lo, hi = b.lr_range
+                per_seed = ", ".join(f"{lr:g}" for lr in b.lrs)
+                rows.append((f"{d_k:>5}  {rule:<12}", per_seed, f"{b.median_lr:g}", f"{lo:g} to {hi:g}"))
+        width = max([len("best lr per seed")] + [len(r[1]) for r in rows])
+        lines = [f"{'d_k':>5}  {'scale':<12}  {'best lr per seed':<{width}}  {'median':>6}  range"]
+        lines += [f"{a}  {b:<{width}}  {c:>6}  {d}".rstrip() for a, b, c, d in rows]
         return "\n".join(lines)
 
 
@@ -799,72 +1118,86 @@ def learning_rate_sweep(
     lrs: Iterable[float],
     *,
     scale_rules: Iterable[str] = ("inverse_sqrt", "none"),
-    seed: int = 0,
+    seeds: Iterable[int] = (0, 1, 2, 3, 4),
     **train_kwargs: Any,
 ) -> SweepResult:
-    """Run :func:`train_retrieval` for every ``d_k``, scale rule and learning rate.
+    """Run :func:`train_retrieval` for every ``d_k``, scale rule, seed and learning rate.
 
-    Every run uses the same ``seed``, so runs with the same ``d_k`` start from
-    the same weights and see the same data: they differ only in the scale
-    rule and the learning rate.
+    Runs with the same ``d_k`` and seed start from the same weights and see
+    the same data: they differ only in the scale rule and the learning rate.
+    The seeds are independent repetitions of the whole comparison.
 
     Parameters
     ----------
     d_ks : iterable of int
         Widths of queries and keys.
     lrs : iterable of float
-        Learning rates, tried for every setting. With the defaults of
-        :func:`train_retrieval`, ``(0.1, 0.3, 1, 3, 10)`` for SGD and
-        ``(0.001, 0.003, 0.01, 0.03, 0.1)`` for Adam include a good rate for
-        both scale rules at ``d_k`` from 16 to 256, and rates too large for each.
+        Learning rates, tried for every setting and seed. Chapter 3 of the
+        book uses ``(0.1, 0.3, 1, 3, 10)`` with SGD and 50 steps: the grid
+        holds each setting's best rate at ``d_k`` from 8 to 128, with a
+        larger rate that is too large for it.
     scale_rules : iterable of str
         Members of :data:`SCALE_RULES`.
-    seed : int
-        Seed of every run.
+    seeds : iterable of int
+        Distinct non-negative seeds; each is one repetition.
     **train_kwargs
         Passed to :func:`train_retrieval` (``steps``, ``batch``, ``n_keys``,
-        ``d_model``, ``d_v``, ``optimizer``).
+        ``d_model``, ``d_v``, ``optimizer``, ``eval_batch``).
 
     Returns
     -------
     SweepResult
 
-    Notes
-    -----
-    Cost is linear in ``steps · batch · n_keys · d_model · d_k`` summed over
-    the runs; ``d_ks=(16, 64, 256)`` with five learning rates and two scale
-    rules (30 runs of 100 steps) takes about 7 s on two cores with one BLAS
-    thread. If other processes compete for the cores, a multithreaded BLAS can
-    be several times slower; ``OPENBLAS_NUM_THREADS=1`` avoids that.
-
     Raises
     ------
     TypeError, ValueError
         As :func:`train_retrieval`; ``ValueError`` also for an empty
-        ``d_ks``, ``lrs`` or ``scale_rules``, and ``TypeError`` for a keyword
-        that :func:`train_retrieval` does not take.
+        ``d_ks``, ``lrs``, ``scale_rules`` or ``seeds`` and for repeated
+        seeds, ``TypeError`` for a keyword that :func:`train_retrieval` does
+        not take.
+
+    Notes
+    -----
+    All runs of one ``d_k`` and scale rule are trained together, as one
+    array computation with leading axes (seed, learning rate), on one BLAS
+    thread: the matrices are small, and on a busy machine a multithreaded
+    BLAS waits for descheduled threads. Cost is linear in
+    ``steps · batch · n_keys · d_model · d_k`` summed over the runs.
 
     Examples
     --------
-    >>> sweep = learning_rate_sweep((8, 16), (0.3, 3.0), steps=20)
-    >>> len(sweep.runs)  # 2 d_k × 2 scale rules × 2 learning rates
-    8
+    >>> sweep = learning_rate_sweep((8, 16), (0.3, 3.0), seeds=(0, 1), steps=20)
+    >>> len(sweep.runs)  # 2 d_k × 2 scale rules × 2 seeds × 2 learning rates
+    16
+    >>> sweep.seeds, sweep.lrs
+    ((0, 1), (0.3, 3.0))
     """
-    d_ks = tuple(d_ks)
-    lrs = tuple(lrs)
-    scale_rules = tuple(scale_rules)
-    for name, values in (("d_ks", d_ks), ("lrs", lrs), ("scale_rules", scale_rules)):
+    d_ks = tuple(_v.check_positive_int(d, "d_k") for d in d_ks)
+    lrs = tuple(_check_positive_real(lr, "lr") for lr in lrs)
+    scale_rules = tuple(_check_choice(rule, "scale_rule", SCALE_RULES) for rule in scale_rules)
+    seeds = tuple(_check_seed(s) for s in seeds)
+    for name, values in (("d_ks", d_ks), ("lrs", lrs), ("scale_rules", scale_rules), ("seeds", seeds)):
         if not values:
             raise ValueError(f"{name} must not be empty")
-    for rule in scale_rules:
-        _check_choice(rule, "scale_rule", SCALE_RULES)
-    for forbidden in ("d_k", "lr", "scale_rule"):
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct; got {seeds}")
+    for forbidden in ("d_k", "lr", "scale_rule", "seed"):
         if forbidden in train_kwargs:
-            raise TypeError(f"{forbidden} is swept; pass it in d_ks, lrs or scale_rules, not as a keyword")
-    runs = tuple(
-        train_retrieval(d_k, scale_rule=rule, lr=lr, seed=seed, **train_kwargs)
-        for d_k in d_ks
-        for rule in scale_rules
-        for lr in lrs
-    )
-    return SweepResult(runs=runs)
+            raise TypeError(
+                f"{forbidden} is swept; pass it in d_ks, lrs, scale_rules or seeds, not as a keyword"
+            )
+    allowed = ("steps", "batch", "n_keys", "d_model", "d_v", "optimizer", "eval_batch")
+    for key in train_kwargs:
+        if key not in allowed:
+            raise TypeError(
+                f"learning_rate_sweep() got an unexpected keyword argument {key!r}; allowed: {allowed}"
+            )
+    defaults = {"steps": 100, "batch": 32, "n_keys": 16, "d_model": None, "d_v": 16, "optimizer": "sgd",
+                "eval_batch": 256}  # those of train_retrieval
+    options = defaults | train_kwargs
+    runs: list[TrainingRun] = []
+    with threadpool_limits(limits=1):
+        for d_k in d_ks:
+            kwargs = _check_train_kwargs(d_k, **options)
+            runs.extend(_train_runs(d_k, scale_rules, lrs, seeds, **kwargs))
+    return SweepResult(runs=tuple(runs))

@@ -6,9 +6,12 @@
    gradients against central finite differences (float64, relative error
    ≤ 1e-6) for every scale rule, and against PyTorch's autograd when installed;
 4. ``train_retrieval``: learning happens, runs are deterministic and fair
-   (same seed, same start and data), unscaled scores saturate at large d_k,
-   divergence is reported;
-5. ``SweepResult`` and ``learning_rate_sweep``;
+   (same seed, same start and data), each step is the documented SGD step,
+   unscaled scores saturate at large d_k, divergence is reported;
+5. ``median_rate``, ``BestRates``, ``SweepResult`` and ``learning_rate_sweep``:
+   the rate is chosen on the validation batch and reported on the test batch,
+   the median over seeds is the middle rate, a run in a sweep equals the run
+   trained alone;
 6. bad inputs, each with its message.
 """
 
@@ -19,13 +22,17 @@ import math
 import numpy as np
 import pytest
 
+from attnlib.core import scaled_dot_product_attention
 from attnlib.grad import (
     OPTIMIZERS,
     SCALE_RULES,
+    BestRates,
     RetrievalBatch,
     SweepResult,
     TrainingRun,
+    attention_backward,
     learning_rate_sweep,
+    median_rate,
     retrieval_batch,
     retrieval_loss_and_grads,
     train_retrieval,
@@ -172,6 +179,22 @@ def test_parameter_gradients_match_torch_autograd():
     np.testing.assert_allclose(dW_K, tK.grad.numpy(), rtol=1e-10, atol=1e-14)
 
 
+def test_parameter_gradients_equal_those_through_attention_backward():
+    """The layer's backward pass is attention_backward's, with K never formed."""
+    rng = np.random.default_rng(9)
+    d_model, d_k, scale = 7, 5, 0.6
+    b = retrieval_batch(6, 4, d_model, 3, rng)
+    W_Q, W_K = 2 * xavier_uniform(d_model, d_k, rng), 2 * xavier_uniform(d_model, d_k, rng)
+    loss, dW_Q, dW_K = retrieval_loss_and_grads(W_Q, W_K, b, scale)
+    Q, K = b.X_q @ W_Q, b.X_k @ W_K  # (batch, 1, d_k), (batch, n_keys, d_k)
+    O = scaled_dot_product_attention(Q, K, b.V, scale=scale)  # (batch, 1, d_v)
+    err = O - b.V[np.arange(6), b.target][:, None, :]
+    dQ, dK, _ = attention_backward(Q, K, b.V, 2 * err / err.size, scale=scale)
+    assert loss == pytest.approx(float(np.mean(err**2)), rel=1e-12)
+    np.testing.assert_allclose(dW_Q, np.einsum("bim,bik->mk", b.X_q, dQ), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(dW_K, np.einsum("bjm,bjk->mk", b.X_k, dK), rtol=1e-10, atol=1e-15)
+
+
 def test_ideal_weights_solve_the_task():
     """W_Q W_Kᵀ = c · I retrieves exactly: the task is solvable as documented."""
     rng = np.random.default_rng(0)
@@ -188,16 +211,23 @@ def test_training_reduces_the_loss_on_a_small_scaled_problem():
     assert run.losses.shape == run.accuracy.shape == (60,)
     assert not run.diverged
     assert run.losses[-10:].mean() < 0.3 * run.losses[:5].mean()
-    assert run.final_loss < 0.2
-    assert run.final_accuracy > 0.9
+    assert run.test_loss < 0.2 and run.val_loss < 0.2
+    assert run.test_accuracy > 0.9 and run.val_accuracy > 0.9
     assert run.init_score_grad_norms.shape == (256,)
-    assert (run.d_k, run.scale_rule, run.lr, run.steps, run.optimizer) == (16, "inverse_sqrt", 1.0, 60, "sgd")
+    assert (run.d_k, run.scale_rule, run.lr, run.seed, run.steps, run.optimizer) == (
+        16, "inverse_sqrt", 1.0, 0, 60, "sgd")  # fmt: skip
+
+
+def test_validation_and_test_batches_are_different_draws():
+    run = train_retrieval(8, lr=0.5, steps=10, seed=2, eval_batch=64)
+    assert run.val_loss != run.test_loss
+    assert run.init_score_grad_norms.shape == (64,)
 
 
 def test_adam_trains_too():
     run = train_retrieval(16, lr=0.03, steps=60, seed=0, optimizer="adam")
     assert run.optimizer == "adam"
-    assert run.final_loss < 0.3 * run.losses[0]
+    assert run.test_loss < 0.3 * run.losses[0]
 
 
 def test_runs_are_deterministic_given_the_seed():
@@ -206,7 +236,7 @@ def test_runs_are_deterministic_given_the_seed():
     c = train_retrieval(8, lr=0.5, steps=15, seed=4)
     assert np.array_equal(a.losses, b.losses)
     assert np.array_equal(a.init_score_grad_norms, b.init_score_grad_norms)
-    assert a.final_loss == b.final_loss
+    assert a.test_loss == b.test_loss and a.val_loss == b.val_loss
     assert not np.array_equal(a.losses, c.losses)
 
 
@@ -219,6 +249,44 @@ def test_same_seed_gives_the_same_start_and_data_whatever_the_lr_or_optimizer():
     for r in runs[1:]:
         assert r.losses[0] == runs[0].losses[0]  # same weights, same first batch
         assert np.array_equal(r.init_score_grad_norms, runs[0].init_score_grad_norms)
+
+
+def test_training_follows_retrieval_loss_and_grads_step_by_step():
+    """The vectorised trainer takes exactly the SGD steps of the documented loss and gradients."""
+    d_k, lr, steps = 6, 0.7, 4
+    run = train_retrieval(d_k, lr=lr, steps=steps, seed=5, batch=8, n_keys=5, d_v=3, eval_batch=16)
+    init_ss, data_ss, val_ss, test_ss = np.random.SeedSequence(5).spawn(4)
+    init_rng, data_rng = np.random.default_rng(init_ss), np.random.default_rng(data_ss)
+    W_Q, W_K = xavier_uniform(d_k, d_k, init_rng), xavier_uniform(d_k, d_k, init_rng)
+    scale = 1 / math.sqrt(d_k)
+    for t in range(steps):
+        b = retrieval_batch(8, 5, d_k, 3, data_rng)
+        loss, dW_Q, dW_K = retrieval_loss_and_grads(W_Q, W_K, b, scale)
+        assert run.losses[t] == pytest.approx(loss, rel=1e-12)
+        W_Q, W_K = W_Q - lr * dW_Q, W_K - lr * dW_K
+    val = retrieval_batch(16, 5, d_k, 3, np.random.default_rng(val_ss))
+    test = retrieval_batch(16, 5, d_k, 3, np.random.default_rng(test_ss))
+    assert run.val_loss == pytest.approx(retrieval_loss_and_grads(W_Q, W_K, val, scale)[0], rel=1e-12)
+    assert run.test_loss == pytest.approx(retrieval_loss_and_grads(W_Q, W_K, test, scale)[0], rel=1e-12)
+
+
+def test_adam_follows_the_textbook_update_step_by_step():
+    """Adam with bias correction, β1 = 0.9, β2 = 0.999, ε = 1e-8, as in Kingma and Ba's Algorithm 1."""
+    d_k, lr, steps = 5, 0.05, 4
+    run = train_retrieval(d_k, lr=lr, steps=steps, seed=7, batch=8, n_keys=4, d_v=3, eval_batch=8,
+                          optimizer="adam", scale_rule="none")  # fmt: skip
+    init_ss, data_ss, _, _ = np.random.SeedSequence(7).spawn(4)
+    init_rng, data_rng = np.random.default_rng(init_ss), np.random.default_rng(data_ss)
+    W = [xavier_uniform(d_k, d_k, init_rng), xavier_uniform(d_k, d_k, init_rng)]
+    m, v = [np.zeros_like(w) for w in W], [np.zeros_like(w) for w in W]
+    for t in range(1, steps + 1):
+        b = retrieval_batch(8, 4, d_k, 3, data_rng)
+        loss, *g = retrieval_loss_and_grads(W[0], W[1], b, 1.0)
+        assert run.losses[t - 1] == pytest.approx(loss, rel=1e-10)
+        for i in range(2):
+            m[i] = 0.9 * m[i] + 0.1 * g[i]
+            v[i] = 0.999 * v[i] + 0.001 * g[i] ** 2
+            W[i] = W[i] - lr * (m[i] / (1 - 0.9**t)) / (np.sqrt(v[i] / (1 - 0.999**t)) + 1e-8)
 
 
 def test_unscaled_rows_saturate_at_large_d_k_and_scaled_do_not():
@@ -234,27 +302,44 @@ def test_unscaled_rows_saturate_at_large_d_k_and_scaled_do_not():
     assert np.median(unscaled.init_score_grad_norms) < 0.1 * np.median(scaled.init_score_grad_norms)
 
 
-def test_divergence_is_reported_and_the_curve_stops():
-    run = train_retrieval(8, lr=1e300, steps=5, seed=0)
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_divergence_is_reported_and_the_curve_stops(optimizer):
+    run = train_retrieval(8, lr=1e300, steps=5, seed=0, optimizer=optimizer)
     assert run.diverged
-    assert math.isnan(run.final_loss)
-    assert run.final_accuracy == 0.0
+    assert math.isnan(run.val_loss) and math.isnan(run.test_loss)
+    assert run.val_accuracy == run.test_accuracy == 0.0
     assert 0 < len(run.losses) < 5
     assert np.isfinite(run.losses).all()
     assert len(run.accuracy) == len(run.losses)
 
 
+# --------------------------------------------------------------------------- median_rate
+def test_median_rate_is_the_middle_grid_value_not_the_mean():
+    rates = [0.1, 3.0, 0.3, 0.3, 10.0]  # unsorted; mean 2.74, median 0.3
+    assert median_rate(rates) == 0.3
+    assert median_rate([1.0]) == 1.0
+    assert median_rate([3.0, 1.0, 0.1]) == 1.0
+    assert median_rate((0.1, 1.0)) == pytest.approx(math.sqrt(0.1))  # geometric midpoint of the two middle
+    assert median_rate([0.1, 0.3, 3.0, 10.0]) == pytest.approx(math.sqrt(0.9))
+    with pytest.raises(ValueError, match=r"rates must not be empty"):
+        median_rate([])
+    with pytest.raises(ValueError, match=r"rates must be positive and finite; got \[-1.0, 1.0\]"):
+        median_rate([1.0, -1.0])
+
+
 # --------------------------------------------------------------------------- sweep
-def fake_run(d_k, rule, lr, final_loss, diverged=False):
+def fake_run(d_k, rule, lr, val_loss, test_loss=None, *, seed=0, diverged=False, test_accuracy=0.5):
     return TrainingRun(
-        d_k=d_k, scale_rule=rule, lr=lr, steps=1, optimizer="sgd",
+        d_k=d_k, scale_rule=rule, lr=lr, seed=seed, steps=1, optimizer="sgd",
         losses=np.array([1.0]), accuracy=np.array([0.0]),
         init_saturated_fraction=0.25, init_score_grad_norms=np.array([0.1, 0.3]),
-        init_max_weight_mean=0.5, final_loss=final_loss, final_accuracy=0.5, diverged=diverged,
+        init_max_weight_mean=0.5, val_loss=val_loss, val_accuracy=0.5,
+        test_loss=val_loss if test_loss is None else test_loss, test_accuracy=test_accuracy,
+        diverged=diverged,
     )  # fmt: skip
 
 
-def test_best_picks_the_lowest_final_loss_among_non_diverged_runs():
+def test_best_picks_the_lowest_validation_loss_among_non_diverged_runs():
     runs = (
         fake_run(8, "none", 0.1, 0.5),
         fake_run(8, "none", 0.3, 0.2),
@@ -263,33 +348,94 @@ def test_best_picks_the_lowest_final_loss_among_non_diverged_runs():
         fake_run(8, "inverse_sqrt", 0.1, 0.05),
     )
     sweep = SweepResult(runs=runs)
-    assert sweep.best(8, "none").lr == 0.3
-    assert sweep.best(8, "inverse_sqrt").lr == 0.1
-    table = sweep.table()
-    assert len(table.splitlines()) == 3
-    assert "0.2000" in table and "0.250" in table and "0.2" in table.splitlines()[1]
+    assert sweep.best(8, "none", 0).lr == 0.3
+    assert sweep.best(8, "inverse_sqrt", 0).lr == 0.1
+    assert sweep.d_ks == (8,) and sweep.scale_rules == ("none", "inverse_sqrt") and sweep.seeds == (0,)
+    assert sweep.lrs == (0.1, 0.3, 1.0, 3.0)
+
+
+def test_the_rate_is_chosen_on_the_validation_batch_and_reported_on_the_test_batch():
+    """Validation prefers 0.3, the test batch would prefer 1.0: the choice must not look at it."""
+    runs = (
+        fake_run(8, "none", 0.3, val_loss=0.10, test_loss=0.40, test_accuracy=0.7),
+        fake_run(8, "none", 1.0, val_loss=0.20, test_loss=0.05, test_accuracy=0.9),
+    )
+    sweep = SweepResult(runs=runs)
+    best = sweep.best(8, "none", 0)
+    assert best.lr == 0.3
+    rates = sweep.best_rates(8, "none")
+    assert rates.lrs == (0.3,)
+    assert rates.test_losses == (0.40,)  # the chosen run's test loss, not the lowest test loss
+    assert rates.test_accuracies == (0.7,)
+
+
+def test_best_rates_gives_the_median_and_range_over_seeds():
+    per_seed_best = [0.1, 3.0, 0.3, 0.3, 10.0]  # median 0.3 (the mean would be 2.74)
+    grid = (0.1, 0.3, 1.0, 3.0, 10.0)
+    runs = []
+    for seed, best in enumerate(per_seed_best):
+        for lr in grid:
+            val = 0.01 if lr == best else 0.5 + lr / 100
+            runs.append(fake_run(8, "none", lr, val, test_loss=val + 0.01 * seed, seed=seed))
+    sweep = SweepResult(runs=tuple(runs))
+    b = sweep.best_rates(8, "none")
+    assert isinstance(b, BestRates)
+    assert b.seeds == (0, 1, 2, 3, 4)
+    assert b.lrs == tuple(per_seed_best)
+    assert b.median_lr == 0.3
+    assert b.lr_range == (0.1, 10.0)
+    assert b.test_losses == pytest.approx((0.01, 0.02, 0.03, 0.04, 0.05))
+    assert b.median_test_loss == pytest.approx(0.03)
+    assert b.median_test_accuracy == 0.5
+    assert sweep.grid(8, "none").shape == (5, 5)
+    assert sweep.grid(8, "none")[1, grid.index(3.0)] == 0.01
+    table = sweep.table().splitlines()
+    assert len(table) == 2
+    assert table[0].split() == ["d_k", "scale", "best", "lr", "per", "seed", "median", "range"]
+    assert table[1].split() == ["8", "none", "0.1,", "3,", "0.3,", "0.3,", "10", "0.3", "0.1", "to", "10"]
 
 
 def test_best_and_table_with_all_runs_diverged():
     sweep = SweepResult(runs=(fake_run(8, "none", 1.0, math.nan, diverged=True),))
-    with pytest.raises(ValueError, match=r"all 1 runs with d_k=8 and scale_rule='none' diverged"):
-        sweep.best(8, "none")
+    with pytest.raises(ValueError, match=r"all 1 runs with d_k=8, scale_rule='none' and seed=0 diverged"):
+        sweep.best(8, "none", 0)
     with pytest.raises(ValueError, match=r"no run with d_k=16 and scale_rule='none'"):
-        sweep.best(16, "none")
+        sweep.best(16, "none", 0)
+    with pytest.raises(ValueError, match=r"no run with d_k=8, scale_rule='none' and seed=3"):
+        sweep.best(8, "none", 3)
+    with pytest.raises(ValueError, match=r"no run with d_k=8, scale_rule='none', seed=0, lr=0.5"):
+        sweep.run(8, "none", 0, 0.5)
+    with pytest.raises(ValueError, match=r"field must be one of"):
+        sweep.grid(8, "none", "losses")
     assert "diverged" in sweep.table()
 
 
 def test_learning_rate_sweep_runs_every_combination_in_order():
-    sweep = learning_rate_sweep((4, 8), (0.1, 1.0), scale_rules=("inverse_sqrt", "none", "inverse"), steps=3)
-    keys = [(r.d_k, r.scale_rule, r.lr) for r in sweep.runs]
-    assert keys == [
-        (d, s, lr) for d in (4, 8) for s in ("inverse_sqrt", "none", "inverse") for lr in (0.1, 1.0)
-    ]
+    rules = ("inverse_sqrt", "none", "inverse")
+    sweep = learning_rate_sweep((4, 8), (0.1, 1.0), scale_rules=rules, seeds=(3, 1), steps=3)
+    keys = [(r.d_k, r.scale_rule, r.seed, r.lr) for r in sweep.runs]
+    assert keys == [(d, s, seed, lr) for d in (4, 8) for s in rules for seed in (3, 1) for lr in (0.1, 1.0)]
     assert all(r.steps == 3 for r in sweep.runs)
-    best = sweep.best(8, "none")
-    same = [r for r in sweep.runs if r.d_k == 8 and r.scale_rule == "none"]
-    assert best.final_loss == min(r.final_loss for r in same)
+    assert sweep.seeds == (3, 1)
+    best = sweep.best(8, "none", 1)
+    same = [r for r in sweep.runs if r.d_k == 8 and r.scale_rule == "none" and r.seed == 1]
+    assert best.val_loss == min(r.val_loss for r in same)
     assert len(sweep.table().splitlines()) == 1 + 2 * 3
+
+
+def test_a_sweep_run_equals_the_same_run_trained_alone():
+    """Batching runs together changes no run: same start, same data, same steps."""
+    kw = dict(steps=8, batch=8, n_keys=6, eval_batch=32)
+    sweep = learning_rate_sweep((6,), (0.3, 3.0, 1e300), seeds=(0, 2), **kw)
+    for r in sweep.runs:
+        alone = train_retrieval(6, scale_rule=r.scale_rule, lr=r.lr, seed=r.seed, **kw)
+        assert r.diverged == alone.diverged == (r.lr == 1e300)
+        np.testing.assert_allclose(r.losses, alone.losses, rtol=1e-9)
+        np.testing.assert_allclose(r.init_score_grad_norms, alone.init_score_grad_norms, rtol=1e-12)
+        if not r.diverged:
+            assert r.val_loss == pytest.approx(alone.val_loss, rel=1e-9)
+            assert r.test_loss == pytest.approx(alone.test_loss, rel=1e-9)
+            assert r.test_accuracy == alone.test_accuracy
 
 
 # --------------------------------------------------------------------------- bad inputs
@@ -313,6 +459,7 @@ def test_learning_rate_sweep_runs_every_combination_in_order():
         ({"d_model": 0}, ValueError, r"d_model must be positive; got 0"),
         ({"seed": -1}, ValueError, r"seed must be non-negative; got -1"),
         ({"seed": 1.0}, TypeError, r"seed must be an integer; got float"),
+        ({"eval_batch": 0}, ValueError, r"eval_batch must be positive; got 0"),
     ],
 )
 def test_train_retrieval_rejects_bad_inputs(kwargs, exc, match):
@@ -363,10 +510,22 @@ def test_learning_rate_sweep_rejects_bad_inputs():
         learning_rate_sweep((8,), ())
     with pytest.raises(ValueError, match=r"d_ks must not be empty"):
         learning_rate_sweep((), (0.1,))
+    with pytest.raises(ValueError, match=r"seeds must not be empty"):
+        learning_rate_sweep((8,), (0.1,), seeds=())
+    with pytest.raises(ValueError, match=r"seeds must be distinct; got \(1, 2, 1\)"):
+        learning_rate_sweep((8,), (0.1,), seeds=(1, 2, 1))
+    with pytest.raises(ValueError, match=r"seed must be non-negative; got -1"):
+        learning_rate_sweep((8,), (0.1,), seeds=(-1,))
+    with pytest.raises(ValueError, match=r"lr must be positive; got -0.1"):
+        learning_rate_sweep((8,), (-0.1,))
     with pytest.raises(ValueError, match=r"scale_rule must be one of .*got 'root'"):
         learning_rate_sweep((8,), (0.1,), scale_rules=("root",))
-    with pytest.raises(TypeError, match=r"lr is swept; pass it in d_ks, lrs or scale_rules"):
+    with pytest.raises(TypeError, match=r"lr is swept; pass it in d_ks, lrs, scale_rules or seeds"):
         learning_rate_sweep((8,), (0.1,), lr=0.3)
+    with pytest.raises(TypeError, match=r"seed is swept"):
+        learning_rate_sweep((8,), (0.1,), seed=0)
+    with pytest.raises(ValueError, match=r"eval_batch must be positive; got 0"):
+        learning_rate_sweep((8,), (0.1,), eval_batch=0)
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'stepz'"):
         learning_rate_sweep((8,), (0.1,), stepz=3)
 
