@@ -631,10 +631,12 @@ MODEL_CONFIGS: tuple[ModelConfig, ...] = (
     ModelConfig("GPT-2 small", 12, 12, 768, 64, 1024, 12,
                 ("radford2019language", "radford2018improving"),
                 "Radford et al. 2019, Table 2 and Sec. 2.3; heads from Radford et al. 2018, Sec. 4.1"),
-    # Devlin et al. 2019, Sec. 3: BERT_BASE (L=12, H=768, A=12); pre-training inputs of at most
+    # Devlin et al. 2019, Sec. 3: BERT_BASE (L=12, H=768, A=12 in BERT's notation: 12 layers, hidden
+    # size 768, 12 heads; H is not the number of heads here); pre-training inputs of at most
     # 512 tokens in total (Appendix A.2, "Pre-training Procedure").
     ModelConfig("BERT-base", 12, 12, 768, 64, 512, 12, ("devlin2019bert",),
-                "Devlin et al. 2019, Sec. 3 (L=12, H=768, A=12) and Appendix A.2 (512 tokens)"),
+                "Devlin et al. 2019, Sec. 3 (12 layers, hidden size 768, 12 heads) and Appendix A.2 "
+                "(512 tokens)"),
     # Brown et al. 2020, Table 2.1, row GPT-3 175B: n_layers 96, d_model 12288, n_heads 96,
     # d_head 128; context window n_ctx = 2048 tokens for all models (Sec. 2.1).
     ModelConfig("GPT-3 175B", 96, 96, 12288, 128, 2048, 96, ("brown2020language",),
@@ -1261,9 +1263,10 @@ def time_attention(
     ``repeats`` rounds each time one call per ``n`` with
     :func:`time.perf_counter`, the sizes interleaved so that a slow spell of
     a shared machine falls on every ``n`` alike rather than on one. The
-    median per ``n`` does not move with slow calls as long as they are fewer
-    than half of the calls at that size; ``.quartiles`` gives the spread and
-    ``.inversions()`` the sizes whose medians did not rise with ``n``.
+    median per ``n`` stays within the range of the unaffected calls as long
+    as fewer than half of the calls at that size are slowed; ``.quartiles``
+    gives the spread and ``.inversions()`` the sizes whose medians did not
+    rise with ``n``.
     Inputs for all sizes are held at once (``3·n·d`` elements each).
 
     The warm-up and the timed calls run with the BLAS thread pool limited to
@@ -1420,9 +1423,10 @@ def compare_times(
     pools), in the order given. Then ``repeats`` rounds each time one call of
     every candidate with :func:`time.perf_counter`, in the same order, so that
     a slow spell of a shared machine falls on all candidates alike rather than
-    on one. The median per candidate does not move with slow calls as long as
-    they are fewer than half; ``.round_ratios(a, b)`` gives the paired ratio
-    of every round. Return values are discarded.
+    on one. The median per candidate stays within the range of the unaffected
+    calls as long as fewer than half of its calls are slowed;
+    ``.round_ratios(a, b)`` gives the paired ratio of every round. Return
+    values are discarded.
 
     The warm-up and the timed calls run with the BLAS thread pool limited to
     ``threads`` (through ``threadpoolctl.threadpool_limits``); one thread by
@@ -1707,7 +1711,8 @@ def attention_variant_costs(
                     "plus the last column of every earlier block; exact softmax over those keys only"),
         VariantCost("linear", 0, 2 * n * F * d + n * F, F * d + F, False,
                     f"Katharopoulos et al. (2020) with {F} features: φ(q)·φ(k) replaces exp(q·k/√d_k), "
-                    "so it approximates softmax attention; no n × n matrix, state U (F × d) and z (F)"),
+                    "so it is a different function from softmax attention; no n × n matrix, "
+                    "state U (F × d) and z (F)"),
         VariantCost("tiled", full, 2 * full * d, tile, True,
                     f"FlashAttention: all n² scores, computed {min(block, n)} × {min(block, n)} tile by tile "
                     "with an online softmax; same output, one tile alive at a time"),

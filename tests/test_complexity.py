@@ -259,6 +259,8 @@ def test_model_configs_are_the_published_numbers():
     for c in MODEL_CONFIGS:
         assert c.n_heads * c.d_head == c.d_model, c.name
         assert c.citation == c.citations[0] and c.source
+        # The book writes H for the number of heads; BERT's "H=768" (its hidden size) would misread.
+        assert "H=" not in c.source and "A=" not in c.source, c.name
 
 
 def test_scale_table_renders_one_line_per_model():
@@ -804,7 +806,8 @@ def test_variant_order_exactness_and_notes():
     assert [c.name for c in costs] == ["full", "sliding_window", "sparse_fixed", "linear", "tiled"]
     assert [c.exact for c in costs] == [True, False, False, False, True]
     assert all(isinstance(c, VariantCost) and c.note for c in costs)
-    assert "approximates" in costs[3].note and "Child et al. (2019)" in costs[2].note
+    assert "a different function from softmax attention" in costs[3].note
+    assert "approximates" not in costs[3].note and "Child et al. (2019)" in costs[2].note
     assert "state U (F × d)" in costs[3].note  # S is the score matrix everywhere else in the book
     with pytest.raises(AttributeError):
         costs[0].scores = 1  # type: ignore[misc]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import tracemalloc
+from functools import partial
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -275,6 +276,25 @@ def test_tiled_never_allocates_the_n_by_n_matrix(is_causal):
     direct_peak = _peak_bytes(lambda: sdpa(Q, K, V, is_causal=is_causal))
     assert direct_peak >= n_by_n  # the measurement sees NumPy's allocations
     assert tiled_peak < 0.10 * n_by_n, f"tiled peak {tiled_peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_tiled_memory_is_the_n_by_d_copies_plus_a_tile_whatever_n(is_causal, dtype):
+    # The module docstring: besides the output and a copy of V with a column of ones (both about n·d
+    # numbers; float16 inputs add float32 copies of Q and K), one tile of scores and a state of
+    # block_q rows, whatever n is. So the rest of the peak is a few tiles, the same at every n.
+    d, b = 16, 128
+    item, work = np.dtype(dtype).itemsize, max(np.dtype(dtype).itemsize, 4)
+    rest = []
+    for n in (1024, 4096):
+        Q, K, V = np.random.default_rng(n).standard_normal((3, n, d)).astype(dtype)
+        n_by_d = n * d * item + n * (d + 1) * work + (2 * n * d * work if item == 2 else 0)
+        peak = _peak_bytes(partial(tiled_attention, Q, K, V, block_q=b, block_k=b, is_causal=is_causal))
+        rest.append(peak - n_by_d)
+    tile = b * b * work
+    assert all(tile <= r <= 8 * tile for r in rest), (rest, tile)
+    assert abs(rest[1] - rest[0]) <= tile // 4, (rest, tile)  # does not grow with n
 
 
 # --------------------------------------------------------------------------- bad inputs
