@@ -57,6 +57,8 @@ FIGURE_SIGNIFICANT_DIGITS = 6
 
 def _rounded(value: Any) -> Any:
     """``value`` (plain JSON) with every float rounded to FIGURE_SIGNIFICANT_DIGITS significant digits."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return _rounded(value.tolist())
     if isinstance(value, float):
         return float(f"{value:.{FIGURE_SIGNIFICANT_DIGITS}g}") if math.isfinite(value) else value
     if isinstance(value, dict) and {"dtype", "bdata"} <= value.keys():

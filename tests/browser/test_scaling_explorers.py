@@ -118,7 +118,7 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
                            arg=[SCALING, k4])
     state = page.evaluate(_STATE_JS, SCALING)
     assert state["visible"] == [k == k4 for k in range(len(SCALING_D_KS))]
-    np.testing.assert_array_equal(state["y"][k4], _weights(4, as_plotted(1.0)))
+    np.testing.assert_array_equal(state["y"][k4], as_plotted(_weights(4, 1.0)))
     assert any("d_k = 4" in plain(t) and "raw scores" in plain(t) for t in state["shown"])
     assert_clean(log)
 
