@@ -1364,6 +1364,11 @@ class TimingComparison:
     repeats: int
     threads: int | None
 
+    def _check_candidates(self, *names: str) -> None:
+        for name in names:
+            if name not in self.medians:
+                raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
+
     def ratio(self, a: str, b: str) -> float:
         """``medians[a] / medians[b]``: how many times as long ``a`` took as ``b``.
 
@@ -1378,9 +1383,7 @@ class TimingComparison:
         >>> c.ratio("one", "two") > 0
         True
         """
-        for name in (a, b):
-            if name not in self.medians:
-                raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
+        self._check_candidates(a, b)
         return self.medians[a] / self.medians[b]
 
     def round_ratios(self, a: str, b: str) -> np.ndarray:
@@ -1406,9 +1409,7 @@ class TimingComparison:
         >>> c.round_ratios("one", "two").shape
         (4,)
         """
-        for name in (a, b):
-            if name not in self.times:
-                raise KeyError(f"no candidate {name!r}; the candidates are {list(self.names)}")
+        self._check_candidates(a, b)
         return np.array(self.times[a]) / np.array(self.times[b])  # (repeats,)
 
 
