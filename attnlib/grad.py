@@ -18,6 +18,10 @@ initialisation with plain SGD or Adam under one of :data:`SCALE_RULES`;
 rates and seeds, and its :class:`SweepResult` chooses each seed's best rate on
 a validation batch (:class:`BestRates` reports the chosen runs on a separate
 test batch, and the median and range of the rates over the seeds).
+:meth:`SweepResult.relative_change` compares a sweep with its rerun from initial
+weights moved by a few ulps (``init_ulps``), which shows where training is
+chaotic; :func:`identity_form_accuracy` is the accuracy of the form the task is
+built for, ``W_Q W_Kᵀ = c · I``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "TrainingRun",
     "train_retrieval",
     "median_rate",
+    "identity_form_accuracy",
     "BestRates",
     "SweepResult",
     "learning_rate_sweep",
@@ -180,6 +185,8 @@ OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 # A row of weights whose largest entry exceeds this counts as saturated (as in attnlib.stats).
 _SATURATED = 0.99
 _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
+# A perturbation of the start is a probe of rounding, a few ulps; more is a different experiment.
+_MAX_INIT_ULPS = 1000
 
 
 def _check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> float:
@@ -199,6 +206,22 @@ def _check_seed(seed: Any) -> int:
     if seed < 0:
         raise ValueError(f"seed must be non-negative; got {seed}")
     return int(seed)
+
+
+def _check_init_ulps(init_ulps: Any) -> int:
+    if isinstance(init_ulps, (bool, np.bool_)) or not isinstance(init_ulps, numbers.Integral):
+        raise TypeError(f"init_ulps must be an integer; got {type(init_ulps).__name__} {init_ulps!r}")
+    if abs(init_ulps) > _MAX_INIT_ULPS:
+        raise ValueError(f"init_ulps must be between -{_MAX_INIT_ULPS} and {_MAX_INIT_ULPS}; got {init_ulps}")
+    return int(init_ulps)
+
+
+def _shift_ulps(W: np.ndarray, ulps: int) -> np.ndarray:
+    """``W`` with every entry moved ``|ulps|`` representable floats up (``ulps > 0``) or down."""
+    towards = np.inf if ulps > 0 else -np.inf
+    for _ in range(abs(ulps)):
+        W = np.nextafter(W, towards)
+    return W
 
 
 def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
@@ -294,10 +317,11 @@ def retrieval_batch(
 ) -> RetrievalBatch:
     """Draw a batch of the content-based retrieval task.
 
-    Each example has ``n_keys`` key embeddings ``x_1 … x_n`` with independent
-    standard-normal entries, a target index ``t`` drawn uniformly, a query
-    embedding ``x_q = x_t + noise · ε`` (``ε`` standard normal) and
-    standard-normal values ``v_1 … v_n``. The layer must put its weight on key
+    Each example has ``n_keys`` key embeddings ``x_0 … x_{n_keys−1}`` with
+    independent standard-normal entries, a target index ``t`` drawn uniformly
+    from ``0 … n_keys − 1``, a query embedding ``x_q = x_t + noise · ε``
+    (``ε`` standard normal) and standard-normal values
+    ``v_0 … v_{n_keys−1}``. The layer must put its weight on key
     ``t`` and output ``v_t``; since the values are independent, any weight on
     a distractor costs. The task is solvable: with ``W_Q W_Kᵀ = c · I`` the
     score of the target is ``≈ c · d_model`` and that of a distractor
@@ -582,6 +606,16 @@ class TrainingRun:
     diverged: bool
 
 
+_INIT, _DATA, _VALIDATION, _TEST = range(4)  # the streams spawned from a seed, in this order
+
+
+def _held_out_batch(
+    streams: list[np.random.SeedSequence], which: int, eval_batch: int, n_keys: int, d_model: int, d_v: int
+) -> RetrievalBatch:
+    """The validation (``which = _VALIDATION``) or test batch of the seed whose ``streams`` these are."""
+    return retrieval_batch(eval_batch, n_keys, d_model, d_v, np.random.default_rng(streams[which]))
+
+
 def _train_runs(
     d_k: int,
     scale_rules: tuple[str, ...],
@@ -595,6 +629,7 @@ def _train_runs(
     d_v: int,
     optimizer: str,
     eval_batch: int,
+    init_ulps: int,
 ) -> list[TrainingRun]:
     """Train every (scale rule, learning rate) pair of one ``d_k`` for every seed, all at once.
 
@@ -602,22 +637,23 @@ def _train_runs(
     one learning rate; each step draws one batch per seed and every config of that seed trains
     on it, so one pass of array arithmetic serves all runs. Each run follows the arithmetic of
     a run trained alone; only the matrix products are batched. Returns the runs in the order
-    scale rule, seed, learning rate.
+    scale rule, seed, learning rate. ``init_ulps`` moves every initial weight by that many ulps.
     """
     configs = [(rule, lr) for rule in scale_rules for lr in lrs]
     n_s, n_c, n_r = len(seeds), len(configs), len(scale_rules)
     scale = np.array([[_scale_for(d_k, rule) for rule, _ in configs]])  # (1, configs)
     lr = np.array([lr for _, lr in configs])[None, :, None, None]  # (1, configs, 1, 1)
     streams = [np.random.SeedSequence(s).spawn(4) for s in seeds]  # init, data, validation, test
-    init_rngs = [np.random.default_rng(ss[0]) for ss in streams]
+    init_rngs = [np.random.default_rng(ss[_INIT]) for ss in streams]
     pairs = [(xavier_uniform(d_model, d_k, r), xavier_uniform(d_model, d_k, r)) for r in init_rngs]
+    if init_ulps:
+        pairs = [(_shift_ulps(a, init_ulps), _shift_ulps(b, init_ulps)) for a, b in pairs]
     W0 = [np.stack([p[i] for p in pairs])[:, None] for i in (0, 1)]  # 2 × (seeds, 1, d_model, d_k)
     params = [np.repeat(w, n_c, axis=1) for w in W0]  # 2 × (seeds, configs, d_model, d_k)
-    data_rngs = [np.random.default_rng(ss[1]) for ss in streams]
+    data_rngs = [np.random.default_rng(ss[_DATA]) for ss in streams]
     val, test = (
-        _stack_batches([retrieval_batch(eval_batch, n_keys, d_model, d_v, np.random.default_rng(ss[i]))
-                        for ss in streams])
-        for i in (2, 3)
+        _stack_batches([_held_out_batch(ss, i, eval_batch, n_keys, d_model, d_v) for ss in streams])
+        for i in (_VALIDATION, _TEST)
     )  # one validation and one test batch per seed
 
     init = _forward_backward(W0[0], W0[1], val, np.array([[_scale_for(d_k, r) for r in scale_rules]]))
@@ -704,6 +740,7 @@ def train_retrieval(
     seed: int = 0,
     optimizer: str = "sgd",
     eval_batch: int = 256,
+    init_ulps: int = 0,
 ) -> TrainingRun:
     """Train one attention layer's ``W_Q`` and ``W_K`` on the retrieval task.
 
@@ -753,6 +790,12 @@ def train_retrieval(
         and bias correction.
     eval_batch : int
         Queries in each of the two held-out batches.
+    init_ulps : int
+        Move every initial weight by this many ulps (units in the last place:
+        representable float64 values), up if positive, down if negative, at
+        most 1000 either way; 0 leaves the start as drawn. Comparing a run
+        with its rerun at ``init_ulps=1`` shows how much a last-bit change,
+        such as another CPU or BLAS library makes, moves its result.
 
     Returns
     -------
@@ -761,10 +804,10 @@ def train_retrieval(
     Raises
     ------
     TypeError
-        Non-integer sizes or seed, a non-real ``lr``.
+        Non-integer sizes, seed or ``init_ulps``, a non-real ``lr``.
     ValueError
         An unknown ``scale_rule`` or ``optimizer``; a non-positive ``lr``,
-        ``steps`` or size; ``n_keys < 2``; a negative seed.
+        ``steps`` or size; ``n_keys < 2``; a negative seed; ``|init_ulps| > 1000``.
 
     Notes
     -----
@@ -804,12 +847,20 @@ def train_retrieval(
     scale_rule = _check_choice(scale_rule, "scale_rule", SCALE_RULES)
     lr = _check_positive_real(lr, "lr")
     seed = _check_seed(seed)
-    kwargs = _check_train_kwargs(d_k, steps, batch, n_keys, d_model, d_v, optimizer, eval_batch)
+    kwargs = _check_train_kwargs(d_k, steps, batch, n_keys, d_model, d_v, optimizer, eval_batch, init_ulps)
     return _train_runs(d_k, (scale_rule,), (lr,), (seed,), **kwargs)[0]
 
 
 def _check_train_kwargs(
-    d_k: int, steps: Any, batch: Any, n_keys: Any, d_model: Any, d_v: Any, optimizer: Any, eval_batch: Any
+    d_k: int,
+    steps: Any,
+    batch: Any,
+    n_keys: Any,
+    d_model: Any,
+    d_v: Any,
+    optimizer: Any,
+    eval_batch: Any,
+    init_ulps: Any,
 ) -> dict[str, Any]:
     """The sizes and optimiser of a run, checked; ``d_model=None`` becomes ``d_k``."""
     return {
@@ -820,6 +871,7 @@ def _check_train_kwargs(
         "d_v": _v.check_positive_int(d_v, "d_v"),
         "optimizer": _check_choice(optimizer, "optimizer", OPTIMIZERS),
         "eval_batch": _v.check_positive_int(eval_batch, "eval_batch"),
+        "init_ulps": _check_init_ulps(init_ulps),
     }
 
 
@@ -863,6 +915,58 @@ def median_rate(rates: Iterable[float]) -> float:
     return math.sqrt(values[n // 2 - 1] * values[n // 2])
 
 
+def identity_form_accuracy(
+    d_k: int, seed: int, *, n_keys: int = 16, d_model: int | None = None, d_v: int = 16, eval_batch: int = 256
+) -> float:
+    """Test accuracy of the layer whose ``W_Q W_Kᵀ`` is ``c · I``: the form the retrieval task is built for.
+
+    With ``W_Q W_Kᵀ = c · I`` (``c > 0``) the layer scores each key by
+    ``c · x_q · x_j`` and puts its largest weight on the key whose embedding
+    has the largest dot product with the query's, whatever ``c`` and the scale
+    rule are. This returns the fraction of the queries of ``seed``'s *test*
+    batch (the batch on which :func:`train_retrieval` reports, drawn the same
+    way) for which that key is the target: a reference point for trained
+    layers. At small ``d_k`` it is below 1, because a distractor's dot product
+    with the query, of size ``≈ √d_k``, then often exceeds the target's,
+    ``≈ d_k``.
+
+    Parameters
+    ----------
+    d_k : int
+        Width of queries and keys (the embedding width when ``d_model`` is ``None``).
+    seed : int
+        The seed of the runs it is compared with.
+    n_keys, d_model, d_v, eval_batch
+        As in :func:`train_retrieval`.
+
+    Returns
+    -------
+    float
+        A multiple of ``1 / eval_batch``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad sizes or seed, as in :func:`train_retrieval`.
+
+    Examples
+    --------
+    >>> identity_form_accuracy(128, 0)
+    1.0
+    >>> bool(identity_form_accuracy(2, 0) < 0.5)
+    True
+    """
+    d_k = _v.check_positive_int(d_k, "d_k")
+    seed = _check_seed(seed)
+    n_keys = _check_n_keys(n_keys)
+    d_model = d_k if d_model is None else _v.check_positive_int(d_model, "d_model")
+    d_v = _v.check_positive_int(d_v, "d_v")
+    eval_batch = _v.check_positive_int(eval_batch, "eval_batch")
+    b = _held_out_batch(np.random.SeedSequence(seed).spawn(4), _TEST, eval_batch, n_keys, d_model, d_v)
+    S = np.einsum("bd,bnd->bn", b.X_q[:, 0, :], b.X_k)  # (eval_batch, n_keys): x_q · x_j
+    return float(np.mean(S.argmax(axis=-1) == b.target))
+
+
 @dataclass(frozen=True)
 class BestRates:
     """The best learning rate of one setting, seed by seed, and how the chosen runs do.
@@ -879,6 +983,15 @@ class BestRates:
         The best rate of each seed, in the order of ``seeds``.
     test_losses, test_accuracies : tuple of float
         Test-batch loss and accuracy of each seed's chosen run.
+    runner_up_lrs : tuple of float or None
+        The rate of each seed's second-lowest validation loss (``None`` when
+        the seed has only one run that did not diverge).
+    leads : tuple of float
+        Each seed's runner-up validation loss divided by its winner's: by how
+        much the choice is won (``≥ 1``; ``inf`` without a runner-up or when
+        only the winner's loss is 0). The chosen rate can change with rounding
+        only where a lead is close to 1 and the two runs are sensitive to the
+        last bits (:meth:`SweepResult.relative_change`).
     """
 
     d_k: int
@@ -887,6 +1000,8 @@ class BestRates:
     lrs: tuple[float, ...]
     test_losses: tuple[float, ...]
     test_accuracies: tuple[float, ...]
+    runner_up_lrs: tuple[float | None, ...]
+    leads: tuple[float, ...]
 
     @property
     def median_lr(self) -> float:
@@ -907,6 +1022,15 @@ class BestRates:
     def median_test_accuracy(self) -> float:
         """Median over the seeds of the chosen runs' test accuracy."""
         return float(np.median(self.test_accuracies))
+
+
+def _lead(winner: TrainingRun, runner_up: TrainingRun | None) -> float:
+    """``runner_up.val_loss / winner.val_loss``, with the edge cases of :attr:`BestRates.leads`."""
+    if runner_up is None:
+        return math.inf
+    if winner.val_loss == 0:
+        return 1.0 if runner_up.val_loss == 0 else math.inf
+    return runner_up.val_loss / winner.val_loss
 
 
 @dataclass(frozen=True)
@@ -1027,7 +1151,9 @@ class SweepResult:
         >>> len(b.lrs), b.median_lr in (0.1, 1.0)
         (3, True)
         """
-        chosen = [self.best(d_k, scale_rule, s) for s in self._distinct_seeds(d_k, scale_rule)]
+        seeds = self._distinct_seeds(d_k, scale_rule)
+        chosen = [self.best(d_k, scale_rule, s) for s in seeds]
+        runners_up = [self._runner_up(d_k, scale_rule, s, r) for s, r in zip(seeds, chosen, strict=True)]
         return BestRates(
             d_k=d_k,
             scale_rule=scale_rule,
@@ -1035,7 +1161,77 @@ class SweepResult:
             lrs=tuple(r.lr for r in chosen),
             test_losses=tuple(r.test_loss for r in chosen),
             test_accuracies=tuple(r.test_accuracy for r in chosen),
+            runner_up_lrs=tuple(None if u is None else u.lr for u in runners_up),
+            leads=tuple(_lead(r, u) for r, u in zip(chosen, runners_up, strict=True)),
         )
+
+    def _runner_up(self, d_k: int, scale_rule: str, seed: int, winner: TrainingRun) -> TrainingRun | None:
+        """The non-diverged run of a seed with the lowest ``val_loss`` other than ``winner``."""
+        runs = self._setting(d_k, scale_rule)
+        others = [r for r in runs if r.seed == seed and not r.diverged and r is not winner]
+        return min(others, key=lambda r: r.val_loss) if others else None
+
+    def relative_change(
+        self, other: SweepResult, d_k: int, scale_rule: str, field: str = "val_loss"
+    ) -> np.ndarray:
+        """How much each run's result differs in ``other``, a rerun of this sweep, relative to its size.
+
+        Run with ``init_ulps=1``, ``other`` starts every run from weights one
+        ulp away: the size of the change shows how much the last bits of the
+        arithmetic, which differ between CPUs and BLAS libraries, move each run.
+
+        Parameters
+        ----------
+        other : SweepResult
+            A sweep with the same seeds and learning rates for this setting.
+        d_k : int
+        scale_rule : str
+        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy"}
+
+        Returns
+        -------
+        ndarray, shape (len(seeds), len(lrs))
+            ``|b − a| / |a|`` for this sweep's ``a`` and the other's ``b``:
+            0 where they are equal (also where both runs diverged), ``inf``
+            where only one diverged or ``a`` is 0 and ``b`` is not.
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a ``SweepResult``.
+        ValueError
+            An unknown ``field`` or setting, or different seeds or learning
+            rates in the two sweeps.
+
+        Examples
+        --------
+        >>> kw = dict(steps=10, seeds=(0, 1))
+        >>> a = learning_rate_sweep((8,), (0.1, 30.0), **kw)
+        >>> b = learning_rate_sweep((8,), (0.1, 30.0), init_ulps=1, **kw)
+        >>> change = a.relative_change(b, 8, "none")  # (seeds, lrs)
+        >>> bool((change[:, 0] < 1e-9).all())  # the small rate: rounding stays rounding
+        True
+        """
+        if not isinstance(other, SweepResult):
+            raise TypeError(f"other must be a SweepResult; got {type(other).__name__}")
+        mine, theirs = self._setting(d_k, scale_rule), other._setting(d_k, scale_rule)
+        keys = [(r.seed, r.lr) for r in mine]
+        if sorted(keys) != sorted((r.seed, r.lr) for r in theirs):
+            raise ValueError(
+                f"the two sweeps differ in seeds or learning rates for d_k={d_k}, scale_rule={scale_rule!r}: "
+                f"seeds {self.seeds} and {other.seeds}, learning rates {self.lrs} and {other.lrs}"
+            )
+        a, b = self.grid(d_k, scale_rule, field), other.grid(d_k, scale_rule, field)  # (seeds, lrs)
+        seeds, lrs = self._distinct_seeds(d_k, scale_rule), tuple(dict.fromkeys(r.lr for r in mine))
+        order_s = [other._distinct_seeds(d_k, scale_rule).index(s) for s in seeds]
+        order_l = [tuple(dict.fromkeys(r.lr for r in theirs)).index(lr) for lr in lrs]
+        b = b[np.ix_(order_s, order_l)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            change = np.abs(b - a) / np.abs(a)  # (seeds, lrs)
+        change[a == b] = 0.0
+        change[np.isnan(a) & np.isnan(b)] = 0.0
+        change[np.isnan(a) ^ np.isnan(b)] = np.inf
+        return change
 
     def _distinct_seeds(self, d_k: int, scale_rule: str) -> tuple[int, ...]:
         return tuple(dict.fromkeys(r.seed for r in self._setting(d_k, scale_rule)))
@@ -1142,7 +1338,7 @@ def learning_rate_sweep(
         Distinct non-negative seeds; each is one repetition.
     **train_kwargs
         Passed to :func:`train_retrieval` (``steps``, ``batch``, ``n_keys``,
-        ``d_model``, ``d_v``, ``optimizer``, ``eval_batch``).
+        ``d_model``, ``d_v``, ``optimizer``, ``eval_batch``, ``init_ulps``).
 
     Returns
     -------
@@ -1186,14 +1382,14 @@ def learning_rate_sweep(
             raise TypeError(
                 f"{forbidden} is swept; pass it in d_ks, lrs, scale_rules or seeds, not as a keyword"
             )
-    allowed = ("steps", "batch", "n_keys", "d_model", "d_v", "optimizer", "eval_batch")
+    allowed = ("steps", "batch", "n_keys", "d_model", "d_v", "optimizer", "eval_batch", "init_ulps")
     for key in train_kwargs:
         if key not in allowed:
             raise TypeError(
                 f"learning_rate_sweep() got an unexpected keyword argument {key!r}; allowed: {allowed}"
             )
     defaults = {"steps": 100, "batch": 32, "n_keys": 16, "d_model": None, "d_v": 16, "optimizer": "sgd",
-                "eval_batch": 256}  # those of train_retrieval
+                "eval_batch": 256, "init_ulps": 0}  # those of train_retrieval
     options = defaults | train_kwargs
     runs: list[TrainingRun] = []
     with threadpool_limits(limits=1):

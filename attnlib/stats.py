@@ -493,7 +493,9 @@ def saturation_stats(
 def softmax_jacobian(p: Any) -> np.ndarray:
     """Jacobian ``∂p/∂z = diag(p) − p pᵀ`` of ``p = softmax(z)``, batched.
 
-    Entry ``(i, j)`` is ``p_i (δ_ij − p_j)``. The matrix is symmetric and
+    Entry ``(i, j)`` is ``p_i (δ_ij − p_j)``; the diagonal ``p_i (1 − p_i)`` is
+    computed as ``p_i Σ_{j≠i} p_j``, which keeps its relative precision when
+    ``p_i`` is within rounding of 1. The matrix is symmetric and
     positive semi-definite, and its rows and columns sum to 0 (adding a
     constant to every logit changes nothing). When one ``p_i`` tends to 1 the
     whole matrix tends to 0: a saturated softmax passes no gradient back.
@@ -525,12 +527,23 @@ def softmax_jacobian(p: Any) -> np.ndarray:
     >>> softmax_jacobian([[1.0, 0.0]])
     array([[[0., 0.],
             [0., 0.]]])
+
+    A saturated row: ``p_0`` rounds to 1, yet its diagonal entry is not 0.
+
+    >>> import numpy as np
+    >>> from attnlib.core import softmax
+    >>> p = softmax(np.array([40.0, 0.0]))
+    >>> print(p[0] == 1.0, f"{softmax_jacobian(p)[0, 0]:.4e}")  # ≈ e^-40
+    True 4.2484e-18
     """
     p, _ = _as_weights(p, -1, "p")
     n = p.shape[-1]
     J = -p[..., :, None] * p[..., None, :]  # (..., n, n)
     idx = np.arange(n)
-    J[..., idx, idx] += p  # (..., n)
+    others = np.where(np.eye(n, dtype=bool), 0.0, p[..., None, :])  # (..., n, n): row i holds p_j, j ≠ i
+    # p_i (1 − p_i) as p_i Σ_{j≠i} p_j: when p_i is close to 1, 1 − p_i cancels to a few ulps of 1
+    # (or to 0), while the sum of the other weights keeps their full relative precision.
+    J[..., idx, idx] = p * others.sum(axis=-1)  # (..., n)
     J += 0.0  # -0.0 (from p_i p_j = 0) becomes 0.0
     return J
 

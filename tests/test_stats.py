@@ -258,6 +258,23 @@ def test_property_jacobian_symmetric_psd_with_zero_row_and_column_sums(z):
     assert np.all(np.linalg.eigvalsh(J) >= -1e-15)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmax_jacobian_diagonal_keeps_its_precision_in_a_saturated_row(dtype):
+    """p_w (1 − p_w) with p_w within rounding of 1: the diagonal is p_w Σ_{j≠w} p_j, not p_w − p_w²."""
+    z = np.array([30.0, 0.0, -1.0, -2.0])
+    p = softmax(z.astype(dtype))
+    J = softmax_jacobian(p)
+    assert J.dtype == dtype
+    e = [math.exp(v - 30.0) for v in z[1:]]  # the losers' weights, in exact-enough float arithmetic
+    p_w = 1 / (1 + sum(e))
+    rtol = 1e-13 if dtype == np.float64 else 1e-5
+    assert float(J[0, 0]) == pytest.approx(p_w * sum(v * p_w for v in e), rel=rtol)
+    for i, v in enumerate(e, start=1):  # a loser's diagonal: p_i (1 − p_i) ≈ p_i
+        assert float(J[i, i]) == pytest.approx(v * p_w * (1 - v * p_w), rel=rtol)
+    # the row of the winner still sums to 0 relative to its entries
+    assert abs(float(J[0].sum(dtype=np.float64))) <= 1e-6 * float(np.abs(J[0]).sum())
+
+
 def test_jacobian_norm_matches_numpy_and_naive():
     p = random_weights(np.random.default_rng(2), (3, 4))
     fro = [math.sqrt(sum(v * v for row in naive_jacobian_1d(r.tolist()) for v in row)) for r in p]

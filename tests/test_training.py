@@ -10,9 +10,12 @@
    unscaled scores saturate at large d_k, divergence is reported;
 5. ``median_rate``, ``BestRates``, ``SweepResult`` and ``learning_rate_sweep``:
    the rate is chosen on the validation batch and reported on the test batch,
-   the median over seeds is the middle rate, a run in a sweep equals the run
-   trained alone;
-6. bad inputs, each with its message.
+   the median over seeds is the middle rate, each seed's lead over its
+   runner-up, a run in a sweep equals the run trained alone;
+6. ``init_ulps`` and ``SweepResult.relative_change``: a rerun from weights one
+   ulp away, and how much each run moves;
+7. ``identity_form_accuracy`` against the test batch drawn by hand;
+8. bad inputs, each with its message.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from attnlib.grad import (
     SweepResult,
     TrainingRun,
     attention_backward,
+    identity_form_accuracy,
     learning_rate_sweep,
     median_rate,
     retrieval_batch,
@@ -438,6 +442,133 @@ def test_a_sweep_run_equals_the_same_run_trained_alone():
             assert r.test_accuracy == alone.test_accuracy
 
 
+def test_best_rates_reports_each_seeds_runner_up_and_lead():
+    runs = (
+        fake_run(8, "none", 0.1, 0.5, seed=0),
+        fake_run(8, "none", 0.3, 0.2, seed=0),
+        fake_run(8, "none", 1.0, 0.1, seed=0, diverged=True),  # diverged: neither winner nor runner-up
+        fake_run(8, "none", 0.1, 0.3, seed=1),
+        fake_run(8, "none", 0.3, 0.3, seed=1),  # a tie: the first in sweep order wins, by a lead of 1
+        fake_run(8, "none", 1.0, math.nan, seed=1, diverged=True),
+        fake_run(8, "none", 0.1, 0.4, seed=2),  # the only run that did not diverge
+        fake_run(8, "none", 0.3, math.nan, seed=2, diverged=True),
+    )
+    b = SweepResult(runs=runs).best_rates(8, "none")
+    assert b.lrs == (0.3, 0.1, 0.1)
+    assert b.runner_up_lrs == (0.1, 0.3, None)
+    assert b.leads == pytest.approx((2.5, 1.0, math.inf))
+
+
+def test_lead_of_a_zero_loss_winner():
+    runs = (fake_run(8, "none", 0.1, 0.0), fake_run(8, "none", 0.3, 0.2),
+            fake_run(8, "none", 1.0, 0.0, seed=1), fake_run(8, "none", 3.0, 0.0, seed=1))  # fmt: skip
+    assert SweepResult(runs=runs).best_rates(8, "none").leads == (math.inf, 1.0)
+
+
+# --------------------------------------------------------------------------- init_ulps, relative_change
+def test_init_ulps_moves_every_initial_weight_by_that_many_ulps():
+    """The run starts from the Xavier draw moved k floats up (or down); the rest of the run is unchanged."""
+    kw = dict(lr=0.5, steps=3, seed=1, batch=4, n_keys=3, d_v=2, eval_batch=64)
+    base = train_retrieval(4, **kw)
+    assert train_retrieval(4, init_ulps=0, **kw).losses.tolist() == base.losses.tolist()
+    init_ss, data_ss, _, _ = np.random.SeedSequence(1).spawn(4)
+    rng = np.random.default_rng(init_ss)
+    W_Q, W_K = xavier_uniform(4, 4, rng), xavier_uniform(4, 4, rng)
+    b = retrieval_batch(4, 3, 4, 2, np.random.default_rng(data_ss))
+    for k in (1, -2):
+        W_Q_k, W_K_k = W_Q, W_K
+        for _ in range(abs(k)):
+            W_Q_k, W_K_k = (np.nextafter(w, math.copysign(math.inf, k)) for w in (W_Q_k, W_K_k))
+        assert not np.array_equal(W_Q_k, W_Q)
+        loss0 = retrieval_loss_and_grads(W_Q_k, W_K_k, b, 0.5)[0]
+        moved = train_retrieval(4, init_ulps=k, **kw)
+        assert moved.losses[0] == loss0  # the first step sees exactly the shifted weights
+        assert moved.losses[0] == pytest.approx(base.losses[0], rel=1e-13)
+        # and so does the diagnosis at initialisation: last bits move, nothing more
+        assert not np.array_equal(moved.init_score_grad_norms, base.init_score_grad_norms)
+        np.testing.assert_allclose(moved.init_score_grad_norms, base.init_score_grad_norms, rtol=1e-12)
+
+
+def test_a_sweep_with_init_ulps_equals_its_runs_trained_alone():
+    kw = dict(steps=4, batch=8, n_keys=5, eval_batch=16, init_ulps=1)
+    sweep = learning_rate_sweep((6,), (0.3, 3.0), seeds=(0, 2), **kw)
+    for r in sweep.runs:
+        alone = train_retrieval(6, scale_rule=r.scale_rule, lr=r.lr, seed=r.seed, **kw)
+        np.testing.assert_allclose(r.losses, alone.losses, rtol=1e-9)
+        assert r.val_loss == pytest.approx(alone.val_loss, rel=1e-9)
+
+
+def test_relative_change_is_zero_for_a_rerun_and_small_for_a_small_rate():
+    kw = dict(steps=10, batch=8, n_keys=5, eval_batch=32, seeds=(0, 1))
+    a = learning_rate_sweep((8,), (0.1, 1.0), **kw)
+    same = learning_rate_sweep((8,), (0.1, 1.0), **kw)
+    moved = learning_rate_sweep((8,), (0.1, 1.0), init_ulps=1, **kw)
+    for rule in ("inverse_sqrt", "none"):
+        assert (a.relative_change(same, 8, rule) == 0).all()
+        change = a.relative_change(moved, 8, rule)
+        assert change.shape == (2, 2)
+        assert (change < 1e-9).all()
+        assert (change > 0).any()  # one ulp does reach the loss
+        expect = np.abs(moved.grid(8, rule) - a.grid(8, rule)) / a.grid(8, rule)
+        np.testing.assert_array_equal(change, expect)
+
+
+def test_relative_change_matches_runs_by_seed_and_rate_and_marks_divergence():
+    mine = SweepResult(runs=(
+        fake_run(8, "none", 0.1, 0.5, seed=0), fake_run(8, "none", 1.0, 0.2, seed=0),
+        fake_run(8, "none", 0.1, 0.4, seed=1), fake_run(8, "none", 1.0, math.nan, seed=1, diverged=True),
+    ))  # fmt: skip
+    theirs = SweepResult(runs=(  # other order of seeds and rates
+        fake_run(8, "none", 1.0, math.nan, seed=1, diverged=True), fake_run(8, "none", 0.1, 0.5, seed=1),
+        fake_run(8, "none", 1.0, math.nan, seed=0, diverged=True), fake_run(8, "none", 0.1, 0.55, seed=0),
+    ))  # fmt: skip
+    change = mine.relative_change(theirs, 8, "none")
+    np.testing.assert_allclose(change, [[0.1, math.inf], [0.25, 0.0]])
+
+
+def test_relative_change_rejects_a_different_sweep():
+    a = SweepResult(runs=(fake_run(8, "none", 0.1, 0.5),))
+    with pytest.raises(ValueError, match=r"differ in seeds or learning rates .*rates \(0.1,\) and \(0.3,\)"):
+        a.relative_change(SweepResult(runs=(fake_run(8, "none", 0.3, 0.5),)), 8, "none")
+    with pytest.raises(ValueError, match=r"no run with d_k=16"):
+        a.relative_change(a, 16, "none")
+    with pytest.raises(TypeError, match=r"other must be a SweepResult; got tuple"):
+        a.relative_change(a.runs, 8, "none")
+
+
+# --------------------------------------------------------------------------- identity_form_accuracy
+@pytest.mark.parametrize("d_k", [2, 8, 64])
+def test_identity_form_accuracy_is_that_of_dot_products_on_the_seeds_test_batch(d_k):
+    _, _, _, test_ss = np.random.SeedSequence(3).spawn(4)
+    b = retrieval_batch(64, 6, d_k, 5, np.random.default_rng(test_ss))
+    dots = [[float(b.X_q[i, 0] @ b.X_k[i, j]) for j in range(6)] for i in range(64)]
+    hits = [int(np.argmax(row) == b.target[i]) for i, row in enumerate(dots)]
+    assert identity_form_accuracy(d_k, 3, n_keys=6, d_v=5, eval_batch=64) == sum(hits) / 64
+
+
+def test_identity_form_accuracy_equals_a_layer_with_that_form():
+    """A layer whose W_Q W_Kᵀ is c · I picks the same keys: its accuracy on the same batch."""
+    _, _, _, test_ss = np.random.SeedSequence(0).spawn(4)
+    b = retrieval_batch(256, 16, 8, 16, np.random.default_rng(test_ss))
+    W = 2.0 * np.eye(8)
+    S = np.einsum("bd,bnd->bn", b.X_q[:, 0] @ W, b.X_k @ W)
+    acc = float(np.mean(S.argmax(axis=-1) == b.target))
+    assert identity_form_accuracy(8, 0) == acc
+    assert 0.5 < acc < 1.0  # at d_k = 8 distractors sometimes win
+    assert identity_form_accuracy(128, 0) == 1.0
+
+
+def test_identity_form_accuracy_rejects_bad_inputs():
+    with pytest.raises(ValueError, match=r"d_k must be positive; got 0"):
+        identity_form_accuracy(0, 0)
+    with pytest.raises(ValueError, match=r"seed must be non-negative; got -1"):
+        identity_form_accuracy(8, -1)
+    with pytest.raises(ValueError, match=r"n_keys must be at least 2"):
+        identity_form_accuracy(8, 0, n_keys=1)
+    with pytest.raises(TypeError, match=r"eval_batch must be an integer"):
+        identity_form_accuracy(8, 0, eval_batch=2.0)
+
+
 # --------------------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
@@ -460,6 +591,9 @@ def test_a_sweep_run_equals_the_same_run_trained_alone():
         ({"seed": -1}, ValueError, r"seed must be non-negative; got -1"),
         ({"seed": 1.0}, TypeError, r"seed must be an integer; got float"),
         ({"eval_batch": 0}, ValueError, r"eval_batch must be positive; got 0"),
+        ({"init_ulps": 0.5}, TypeError, r"init_ulps must be an integer; got float"),
+        ({"init_ulps": True}, TypeError, r"init_ulps must be an integer; got bool"),
+        ({"init_ulps": 1001}, ValueError, r"init_ulps must be between -1000 and 1000; got 1001"),
     ],
 )
 def test_train_retrieval_rejects_bad_inputs(kwargs, exc, match):
