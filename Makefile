@@ -83,6 +83,3 @@ bench: venv
 
 clean:
 	rm -rf _build
-
-# Temporary alias used by this session's chapter work.
-nbval-perturbed: nbval-nudged
