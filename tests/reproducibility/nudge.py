@@ -7,12 +7,11 @@ also runs every chapter in a kernel that imports this module first (an IPython s
 * every float that a ``np.random.default_rng(...)`` generator draws is moved up by one ulp (the
   random inputs of every experiment change in their last bit, as a different rounding would leave
   them), and
-* every float32 or float64 result of ``np.exp``, ``np.log``, ``np.tanh``, ``np.sin`` and ``np.cos``
-  (the transcendental functions attnlib uses) is moved up by one ulp, as another implementation
-  (NumPy picks SIMD versions by CPU: AVX2, AVX-512) may round; results 0, ±1 and ±inf are exact
-  everywhere and stay so. float16 results are left alone: NumPy computes them in float32 and
-  rounds, so a last-bit difference there almost never reaches a float16, while a whole float16 ulp
-  (1 part in 2,048) would be far larger than any real one.
+* every floating result of ``np.exp``, ``np.log``, ``np.tanh``, ``np.sin`` and ``np.cos`` (the
+  transcendental functions attnlib uses) is moved up by one ulp of its dtype, as another
+  implementation may round: NumPy picks SIMD versions by CPU (AVX2, AVX-512, and on CPUs with
+  AVX512-FP16 native float16 versions accurate to about one float16 ulp). Results 0, ±1 and ±inf
+  are exact everywhere and stay so.
 
 A stored output that changes under these nudges depends on the last bits of a float: print it at the
 precision it has, summarise it over seeds, or decide it by a margin. The project never sets
@@ -72,12 +71,12 @@ _ORIGINAL = {name: getattr(np, name) for name in NUDGED_UFUNCS}
 
 
 def _nudged_ufunc(name: str):
-    """``np.<name>`` with float32/float64 results one ulp up, except the exact 0, ±1 and ±inf."""
+    """``np.<name>`` with floating results one ulp up, except the exact 0, ±1 and ±inf."""
     ufunc = _ORIGINAL[name]
 
     def nudged(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         result = ufunc(x, *args, **kwargs)  # with out=..., the out array itself
-        if np.asarray(result).dtype not in (np.float32, np.float64):
+        if np.asarray(result).dtype not in (np.float16, np.float32, np.float64):
             return result
         exact = (result == 0) | (np.abs(result) == 1) | ~np.isfinite(result)
         if isinstance(result, np.ndarray):
