@@ -313,12 +313,30 @@ class AttentionTrace:
                 "  overflow; every exponential and the sum shrink by the same factor, so the",
                 "  weights do not change.)",
             ]
+        # Every step is computed from unrounded numbers. Where redoing a step from the rounded
+        # numbers printed before it gives another last digit, say so once, at that step.
+        noted = False
+
+        def note_slip(slipped: bool) -> None:
+            nonlocal noted
+            if slipped and not noted:
+                noted = True
+                lines.extend([
+                    "  (from here on the numbers are computed from unrounded values: redoing a step",
+                    "  with the rounded numbers shown can differ in the last digit)",
+                ])
+
+        printed_shift = float(fx(peak)) if shifted else 0.0
+        note_slip(any(
+            fx(math.exp(float(fx(s[j])) - printed_shift)) != fx(e[j]) for j in range(self.n_k) if allowed[j]
+        ))
 
         # 5. sum
         total = float(e.sum())
         lines += ["", "5. Their sum"]
         added = " + ".join(fx(e[j]) for j in range(self.n_k) if allowed[j])
         lines.append(f"  sum = {added} = {fx(total)}")
+        note_slip(fx(sum(float(fx(e[j])) for j in range(self.n_k) if allowed[j])) != fx(total))
 
         # 6. weights, printed from self.weights (core's numbers)
         w = self.weights[r]
@@ -350,11 +368,7 @@ class AttentionTrace:
         lines.append(f"{pad}= {_vector(self.output[r], _fixed, d)}")
         by_hand = sum(float(fx(w[j])) * self.V[j].astype(np.float64) for j in range(self.n_k) if allowed[j])
         slip |= _vector(by_hand, _fixed, d) != _vector(self.output[r], _fixed, d)
-        if slip:
-            lines += [
-                "  (computed from unrounded numbers: redoing it with the rounded ones above",
-                "  can differ in the last digit)",
-            ]
+        note_slip(slip)
         return "\n".join(lines)
 
     def table(self, stage: str, decimals: int = 4) -> str:

@@ -385,3 +385,29 @@ def test_explain_lines_fit_a_book_page():
     for i in range(trace.n_q):
         longest = max(trace.explain(i).splitlines(), key=len)
         assert len(longest) <= 80, f"explain({i}) has a line of {len(longest)} characters: {longest!r}"
+
+
+# explain() prints rounded numbers; where redoing a step from them gives another last digit, it says so
+# at that step (a reader checking exp(1.4142) = 4.1133 by hand gets 4.1132).
+
+_SLIP_NOTE = "from here on the numbers are computed from unrounded values"
+
+
+def _steps(text: str) -> dict[str, str]:
+    parts = re.split(r"\n\n(?=\d\. )", text)
+    return {p.split(".")[0]: p for p in parts[1:]}
+
+
+def test_explain_notes_a_rounding_slip_at_the_step_where_it_starts() -> None:
+    ex = cat_sits()
+    text = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).explain(0)
+    assert "exp(1.4142) = 4.1133" in text  # exp of the rounded 1.4142 is 4.1132: a slip in step 4
+    assert text.count(_SLIP_NOTE) == 1
+    assert _SLIP_NOTE in _steps(text)["4"]
+
+
+def test_explain_adds_no_note_when_every_step_redoes_exactly() -> None:
+    tr = trace_attention(np.zeros((2, 2)), np.zeros((2, 2)), np.eye(2), tokens=["a", "b"])
+    text = tr.explain(0)
+    assert "exp(0.0000) = 1.0000" in text and "= 0.5000" in text
+    assert _SLIP_NOTE not in text
