@@ -254,7 +254,8 @@ def scaled_dot_product_attention(
     ValueError
         Shapes that do not fit (each message names the arrays and their
         shapes), empty sequences, NaN or infinite inputs, a non-positive or
-        non-finite ``scale``, or ``is_causal`` together with ``attn_mask``.
+        non-finite ``scale``, ``is_causal`` together with ``attn_mask``, or
+        scores ``Q Kᵀ · scale`` that overflow the dtype (to +inf or to -inf).
 
     Notes
     -----
@@ -263,7 +264,8 @@ def scaled_dot_product_attention(
 
     * NaN or ±inf in ``Q``, ``K`` or ``V`` raise ``ValueError`` instead of
       propagating, and so do scores that overflow the dtype (e.g. entries of
-      ``1e20`` in float32), which would otherwise turn into NaN.
+      ``1e20`` in float32), which would otherwise turn into NaN (+inf) or into
+      a row that looks fully masked (-inf).
     * A query row whose keys are all masked gets all-zero weights and a zero
       output, by definition here; PyTorch returned NaN there before 2.5 and
       has returned zeros since.
