@@ -45,6 +45,8 @@ EXPERIMENTS = {
     "time_attention",
     "compare_times",
     "peak_memory",  # complexity: measurements and fits
+    "xavier_uniform",
+    "MultiHeadAttention",  # random initialisations whose statistics a chapter reads
 }
 
 
