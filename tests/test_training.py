@@ -14,7 +14,7 @@
    runner-up, a run in a sweep equals the run trained alone;
 6. ``init_ulps`` and ``SweepResult.relative_change``: a rerun from weights one
    ulp away, and how much each run moves;
-7. ``identity_form_accuracy`` against the test batch drawn by hand;
+7. ``identity_form_accuracy`` and ``nearest_key_accuracy`` against the test batch drawn by hand;
 8. bad inputs, each with its message.
 """
 
@@ -37,6 +37,7 @@ from attnlib.grad import (
     identity_form_accuracy,
     learning_rate_sweep,
     median_rate,
+    nearest_key_accuracy,
     retrieval_batch,
     retrieval_loss_and_grads,
     train_retrieval,
@@ -567,6 +568,40 @@ def test_identity_form_accuracy_rejects_bad_inputs():
         identity_form_accuracy(8, 0, n_keys=1)
     with pytest.raises(TypeError, match=r"eval_batch must be an integer"):
         identity_form_accuracy(8, 0, eval_batch=2.0)
+
+
+@pytest.mark.parametrize("d_k", [2, 8, 64])
+def test_nearest_key_accuracy_is_that_of_distances_on_the_seeds_test_batch(d_k):
+    _, _, _, test_ss = np.random.SeedSequence(3).spawn(4)
+    b = retrieval_batch(64, 6, d_k, 5, np.random.default_rng(test_ss))
+    dist = [[math.dist(b.X_q[i, 0], b.X_k[i, j]) for j in range(6)] for i in range(64)]
+    hits = [int(np.argmin(row) == b.target[i]) for i, row in enumerate(dist)]
+    assert nearest_key_accuracy(d_k, 3, n_keys=6, d_v=5, eval_batch=64) == sum(hits) / 64
+
+
+def test_nearest_key_is_the_dot_product_minus_half_the_squared_norm():
+    """Distance ranks keys by x_q · x_j − ‖x_j‖²/2, the term a dot-product score lacks."""
+    _, _, _, test_ss = np.random.SeedSequence(1).spawn(4)
+    b = retrieval_batch(256, 16, 4, 16, np.random.default_rng(test_ss))
+    score = np.einsum("bd,bnd->bn", b.X_q[:, 0], b.X_k) - 0.5 * np.sum(b.X_k**2, axis=-1)
+    assert nearest_key_accuracy(4, 1) == float(np.mean(score.argmax(axis=-1) == b.target))
+
+
+def test_at_small_width_the_nearest_key_succeeds_where_the_dot_product_fails():
+    for seed in range(5):
+        assert nearest_key_accuracy(8, seed) == 1.0
+        assert identity_form_accuracy(8, seed) < 0.9
+
+
+def test_nearest_key_accuracy_rejects_bad_inputs():
+    with pytest.raises(ValueError, match=r"d_k must be positive; got 0"):
+        nearest_key_accuracy(0, 0)
+    with pytest.raises(ValueError, match=r"seed must be non-negative; got -1"):
+        nearest_key_accuracy(8, -1)
+    with pytest.raises(ValueError, match=r"n_keys must be at least 2"):
+        nearest_key_accuracy(8, 0, n_keys=1)
+    with pytest.raises(TypeError, match=r"d_model must be an integer"):
+        nearest_key_accuracy(8, 0, d_model=8.0)
 
 
 # --------------------------------------------------------------------------- bad inputs
