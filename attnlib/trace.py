@@ -322,8 +322,8 @@ class AttentionTrace:
             if slipped and not noted:
                 noted = True
                 lines.extend([
-                    "  (from here on the numbers are computed from unrounded values: redoing a step",
-                    "  with the rounded numbers shown can differ in the last digit)",
+                    "  (computed from unrounded values: redoing this step with the rounded numbers",
+                    "  shown gives another last digit, and later steps may differ in it too)",
                 ])
 
         printed_shift = float(fx(peak)) if shifted else 0.0
