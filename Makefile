@@ -14,7 +14,7 @@ help:
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
 	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares)"
-	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with every random draw and exp one ulp off"
+	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
 
 # Reinstall only when a requirements file changed.
 $(BIN)/.reader-installed: requirements.txt pyproject.toml
@@ -46,11 +46,11 @@ lint: test-deps
 unit: test-deps
 	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser
 
-# The notebooks the next three targets act on (NB=book/03_scaling.ipynb for one).
+# The notebooks that nbval, nbval-nudged and execute act on (NB=book/03_scaling.ipynb for one).
 NB ?= book/*.ipynb
 
-# nbval twice, side by side: as stored, and in a kernel whose random draws and exp results are one ulp
-# off (tests/reproducibility/nudge.py), where an output that depends on this CPU's rounding changes.
+# nbval twice, side by side: as stored, and in a kernel whose random draws and exp/log/tanh/sin/cos results
+# are one ulp off (tests/reproducibility/nudge.py), where an output that depends on this CPU's rounding changes.
 NUDGED := _build/nudged-ipython
 notebooks: test-deps
 	$(MAKE) --no-print-directory -j2 nbval nbval-nudged
