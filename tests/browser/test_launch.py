@@ -1,0 +1,82 @@
+"""Launch buttons (book/_ext/launch.py): Binder and Colab on every chapter when the repository is known,
+none at all when it is not (Jupyter Book would otherwise point them at its own repository).
+
+The book of ``make build`` is built without ``BOOK_REPOSITORY_URL``; the second case builds a copy of the
+book with it set, with execution off (the stored outputs are enough to check links), in about 10 s.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
+import launch  # noqa: E402  (a local Sphinx extension, not a package)
+
+CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb"))
+LAUNCH = re.compile(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)[^"]*)"')
+REPO = "https://github.com/example/attention-book"
+
+
+def test_no_launch_button_and_no_foreign_repository_without_a_url(
+    html_dir: Path, toc_pages: list[str]
+) -> None:
+    for rel in toc_pages:
+        text = (html_dir / rel).read_text(encoding="utf-8")
+        assert not LAUNCH.findall(text), f"{rel}: launch links without a repository: {LAUNCH.findall(text)}"
+        assert "executablebooks/jupyter-book" not in text, f"{rel} links to Jupyter Book's own repository"
+
+
+@pytest.fixture(scope="module")
+def built_with_url(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("launch")
+    shutil.copytree(REPO_ROOT / "book", root / "book", ignore=shutil.ignore_patterns("_build", ".*"))
+    shutil.copy(REPO_ROOT / "_toc.yml", root)
+    config = (REPO_ROOT / "_config.yml").read_text(encoding="utf-8")
+    assert "execute_notebooks: force" in config
+    (root / "_config.yml").write_text(config.replace("execute_notebooks: force", 'execute_notebooks: "off"'))
+    env = {**os.environ, launch.URL_VARIABLE: REPO, launch.BRANCH_VARIABLE: "stable"}
+    jb = Path(sys.executable).with_name("jupyter-book")
+    run = subprocess.run([str(jb), "build", ".", "-W", "-n", "--keep-going"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return root / "_build" / "html"
+
+
+def test_every_chapter_launches_in_binder_and_colab(built_with_url: Path) -> None:
+    for chapter in CHAPTERS:
+        links = set(LAUNCH.findall((built_with_url / "book" / f"{chapter}.html").read_text(encoding="utf-8")))
+        assert links == {
+            f"https://mybinder.org/v2/gh/example/attention-book/stable?urlpath=lab/tree/book/{chapter}.ipynb",
+            f"https://colab.research.google.com/github/example/attention-book/blob/stable/book/{chapter}.ipynb",
+        }, (chapter, links)
+    for page in ("intro", "notation"):  # pages without code get no launch button
+        assert not LAUNCH.findall((built_with_url / "book" / f"{page}.html").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("url", "branch", "match"),
+    [
+        ("http://github.com/a/b", "main", "must look like"),
+        ("https://github.com/only-owner", "main", "must look like"),
+        ("github.com/a/b", "main", "must look like"),
+        ("https://github.com/a/b", "two words", "must be a branch name"),
+        ("https://github.com/a/b", "", "must be a branch name"),
+    ],
+)
+def test_a_bad_repository_setting_stops_the_build(url: str, branch: str, match: str) -> None:
+    with pytest.raises(launch.ConfigError, match=match):
+        launch.launch_options(url, branch)
+
+
+def test_launch_options_normalise_the_url() -> None:
+    options = launch.launch_options("https://github.com/a/b.git/", "main")
+    assert options["repository_url"] == "https://github.com/a/b"
+    assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
