@@ -559,17 +559,6 @@ def test_identity_form_accuracy_equals_a_layer_with_that_form():
     assert identity_form_accuracy(128, 0) == 1.0
 
 
-def test_identity_form_accuracy_rejects_bad_inputs():
-    with pytest.raises(ValueError, match=r"d_k must be positive; got 0"):
-        identity_form_accuracy(0, 0)
-    with pytest.raises(ValueError, match=r"seed must be non-negative; got -1"):
-        identity_form_accuracy(8, -1)
-    with pytest.raises(ValueError, match=r"n_keys must be at least 2"):
-        identity_form_accuracy(8, 0, n_keys=1)
-    with pytest.raises(TypeError, match=r"eval_batch must be an integer"):
-        identity_form_accuracy(8, 0, eval_batch=2.0)
-
-
 @pytest.mark.parametrize("d_k", [2, 8, 64])
 def test_nearest_key_accuracy_is_that_of_distances_on_the_seeds_test_batch(d_k):
     _, _, _, test_ss = np.random.SeedSequence(3).spawn(4)
@@ -593,15 +582,21 @@ def test_at_small_width_the_nearest_key_succeeds_where_the_dot_product_fails():
         assert identity_form_accuracy(8, seed) < 0.9
 
 
-def test_nearest_key_accuracy_rejects_bad_inputs():
-    with pytest.raises(ValueError, match=r"d_k must be positive; got 0"):
-        nearest_key_accuracy(0, 0)
-    with pytest.raises(ValueError, match=r"seed must be non-negative; got -1"):
-        nearest_key_accuracy(8, -1)
-    with pytest.raises(ValueError, match=r"n_keys must be at least 2"):
-        nearest_key_accuracy(8, 0, n_keys=1)
-    with pytest.raises(TypeError, match=r"d_model must be an integer"):
-        nearest_key_accuracy(8, 0, d_model=8.0)
+@pytest.mark.parametrize("reference", [identity_form_accuracy, nearest_key_accuracy])
+@pytest.mark.parametrize(
+    ("args", "kwargs", "exc", "match"),
+    [
+        ((0, 0), {}, ValueError, r"d_k must be positive; got 0"),
+        ((8, -1), {}, ValueError, r"seed must be non-negative; got -1"),
+        ((8, 0), {"n_keys": 1}, ValueError, r"n_keys must be at least 2"),
+        ((8, 0), {"eval_batch": 2.0}, TypeError, r"eval_batch must be an integer"),
+        ((8, 0), {"d_model": 8.0}, TypeError, r"d_model must be an integer"),
+    ],
+    ids=["d_k_0", "seed_negative", "one_key", "eval_batch_float", "d_model_float"],
+)
+def test_reference_accuracies_reject_bad_inputs(reference, args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        reference(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- bad inputs
