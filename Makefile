@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit notebooks nbval nbval-nudged browser bench execute clean
+.PHONY: help venv test-deps book build test lint unit notebooks nbval nbval-nudged browser bench execute edition clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
-	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares)"
+	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares), then make edition"
+	@echo "make edition  write the notebook edition (book/notebooks/: runs in Colab or any Jupyter, no MyST)"
 	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
 
 # Reinstall only when a requirements file changed.
@@ -77,6 +78,12 @@ execute: venv
 		[c.metadata.pop('execution', None) for nb in nbs.values() for c in nb.cells]; \
 		[nb.metadata.pop('widgets', None) for nb in nbs.values()]; \
 		[nbf.write(nb, p) for p, nb in nbs.items()]"
+	$(MAKE) --no-print-directory edition
+
+# The notebook edition is written from the chapters and their stored outputs; it is committed (Colab
+# opens notebooks from the repository) and tests/test_notebook_edition.py fails when it is stale.
+edition: venv
+	$(BIN)/python book/_ext/notebook_edition.py
 
 bench: venv
 	$(BIN)/python bench/bench_core.py

@@ -1,4 +1,4 @@
-"""How closely attnlib agrees with PyTorch's SDPA, written to book/data/torch_agreement.json.
+"""How closely attnlib agrees with PyTorch's SDPA, written to attnlib/data/torch_agreement.json.
 
 The book must build without torch, yet quote how far attnlib's
 ``scaled_dot_product_attention`` is from ``torch.nn.functional.scaled_dot_product_attention``.
@@ -28,7 +28,7 @@ import numpy as np
 from attnlib.core import scaled_dot_product_attention
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "book" / "data" / "torch_agreement.json"
+OUT = ROOT / "attnlib" / "data" / "torch_agreement.json"
 MASK_KINDS = ("none", "bool", "float", "causal")
 N_CASES = 240  # seed -> (dtype, number of batch dims, mask kind) cycles every 24 seeds
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}  # atol = rtol asserted by tests/test_torch_crosscheck.py

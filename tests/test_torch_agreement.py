@@ -1,4 +1,4 @@
-"""book/data/torch_agreement.json: the attnlib-vs-PyTorch figures the book quotes without torch.
+"""attnlib/data/torch_agreement.json: the attnlib-vs-PyTorch figures the book quotes without torch.
 
 The JSON is written by bench/torch_agreement.py. Always: it is well-formed, covers at least 200
 cases, and its maxima lie below the tolerances that tests/test_torch_crosscheck.py asserts. With
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-JSON_PATH = ROOT / "book" / "data" / "torch_agreement.json"
+JSON_PATH = ROOT / "attnlib" / "data" / "torch_agreement.json"
 SCRIPT = ROOT / "bench" / "torch_agreement.py"
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}  # as asserted by tests/test_torch_crosscheck.py
 DTYPES = ("float32", "float64")
@@ -106,3 +106,10 @@ def test_script_cases_are_the_cross_checks():
             assert (np.array_equal(value, other) if isinstance(value, np.ndarray) else value == other), (
                 f"seed {seed}, {key}"
             )
+
+
+def test_the_package_ships_the_file_the_chapter_reads(data):
+    """attnlib.data.torch_agreement() reads the package's copy (what a notebook outside the repo gets)."""
+    from attnlib.data import torch_agreement
+
+    assert torch_agreement() == data

@@ -1,7 +1,8 @@
 """Launch buttons (book/_ext/launch.py): Binder and Colab on every chapter when the repository is known,
 none at all when it is not (Jupyter Book would otherwise point them at its own repository).
 
-The book of ``make build`` is built without ``BOOK_REPOSITORY_URL``; the second case builds a copy of the
+The book of ``make build`` is built as configured (``book_repository_url: ""`` in ``_config.yml``);
+the second case builds a copy of the
 book with it set, with execution off (the stored outputs are enough to check links), in about 10 s.
 """
 
@@ -54,9 +55,11 @@ def test_every_chapter_launches_in_binder_and_colab(built_with_url: Path) -> Non
     for chapter in CHAPTERS:
         links = set(LAUNCH.findall((built_with_url / "book" / f"{chapter}.html").read_text(encoding="utf-8")))
         assert links == {
-            f"https://mybinder.org/v2/gh/example/attention-book/stable?urlpath=lab/tree/book/{chapter}.ipynb",
-            f"https://colab.research.google.com/github/example/attention-book/blob/stable/book/{chapter}.ipynb",
+            f"https://mybinder.org/v2/gh/example/attention-book/stable?urlpath=lab/tree/book/notebooks/{chapter}.ipynb",
+            f"https://colab.research.google.com/github/example/attention-book/blob/stable/book/notebooks/{chapter}.ipynb",
         }, (chapter, links)
+        # Both open the chapter's notebook edition, which is committed (Colab reads it from the repository).
+        assert (REPO_ROOT / "book" / "notebooks" / f"{chapter}.ipynb").is_file(), chapter
     for page in ("intro", "notation"):  # pages without code get no launch button
         assert not LAUNCH.findall((built_with_url / "book" / f"{page}.html").read_text(encoding="utf-8"))
 
@@ -80,3 +83,50 @@ def test_launch_options_normalise_the_url() -> None:
     options = launch.launch_options("https://github.com/a/b.git/", "main")
     assert options["repository_url"] == "https://github.com/a/b"
     assert options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+
+
+@pytest.mark.parametrize(
+    ("environ", "configured", "expected"),
+    [
+        ({}, ("", "main"), ("", "main")),
+        ({}, ("https://github.com/a/b", "dev"), ("https://github.com/a/b", "dev")),
+        ({"BOOK_REPOSITORY_URL": "https://github.com/c/d"}, ("https://github.com/a/b", "dev"),
+         ("https://github.com/c/d", "dev")),
+        ({"BOOK_REPOSITORY_BRANCH": "stable"}, ("https://github.com/a/b", ""),
+         ("https://github.com/a/b", "stable")),
+    ],
+)
+def test_the_repository_comes_from_the_config_unless_the_environment_overrides_it(
+    monkeypatch: pytest.MonkeyPatch, environ: dict, configured: tuple, expected: tuple
+) -> None:
+    from types import SimpleNamespace
+
+    monkeypatch.delenv(launch.URL_VARIABLE, raising=False)
+    monkeypatch.delenv(launch.BRANCH_VARIABLE, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    config = SimpleNamespace(book_repository_url=configured[0], book_repository_branch=configured[1])
+    assert launch.repository(config) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("https://mybinder.org/v2/gh/o/book/main?urlpath=lab/tree/book/02_qkv.ipynb",
+         "https://mybinder.org/v2/gh/o/book/main?urlpath=lab/tree/book/notebooks/02_qkv.ipynb"),
+        ("https://colab.research.google.com/github/o/r/blob/main/book/03_scaling.ipynb",
+         "https://colab.research.google.com/github/o/r/blob/main/book/notebooks/03_scaling.ipynb"),
+    ],
+)
+def test_launch_urls_move_to_the_notebook_edition(before: str, after: str) -> None:
+    assert launch._edition_path(before) == after
+
+
+def test_the_download_item_gives_the_notebook_edition(html_dir: Path) -> None:
+    """The page's ".ipynb" download is the edition (no MyST, no glue), not the MyST source."""
+    for chapter in CHAPTERS:
+        page = (html_dir / "book" / f"{chapter}.html").read_text(encoding="utf-8")
+        assert f'href="../_sources/book/{chapter}.ipynb"' in page, chapter
+        served = (html_dir / "_sources" / "book" / f"{chapter}.ipynb").read_bytes()
+        assert served == (REPO_ROOT / "book" / "notebooks" / f"{chapter}.ipynb").read_bytes(), chapter
+        assert b"{glue:text}" not in served and b"myst_nb" not in served, chapter

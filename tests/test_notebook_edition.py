@@ -1,0 +1,258 @@
+"""The notebook edition (book/_ext/notebook_edition.py, written to book/notebooks/ by `make edition`).
+
+It is committed, because Colab opens notebooks from the repository, so the first test is that it is
+what the generator writes from the chapters now. The others check what a reader outside the book's
+build meets: no MyST syntax, no glue, the values the HTML shows, exercises and solutions in order,
+and a first cell that installs attnlib only where something is missing. Whether every notebook runs
+top to bottom in a Colab-like environment is tests/test_colab.py.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+from IPython.utils.text import DollarFormatter
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import notebook_edition as edition  # noqa: E402  (a build tool beside the local Sphinx extensions)
+
+CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))
+RAW_MYST = {
+    "role": re.compile(r"\{[\w:-]+\}`"),
+    "directive fence": re.compile(r"^\s*(`{3,}|:{3,})\{", re.M),
+    "colon fence": re.compile(r"^\s*:{3,}", re.M),
+    "target": re.compile(r"^\([\w.:-]+\)=\s*$", re.M),
+    "directive option": re.compile(r"^\s*:(label|class|nonumber|name):", re.M),
+    "substitution": re.compile(r"\{\{"),
+}
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, nbformat.NotebookNode]:
+    return edition.build(ROOT)
+
+
+def _markdown(nb: nbformat.NotebookNode) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def _code(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_the_committed_edition_is_up_to_date(built):
+    assert sorted(built) == CHAPTERS
+    committed = sorted(p.name for p in (ROOT / edition.OUT_DIR).glob("*.ipynb"))
+    assert committed == CHAPTERS, "run `make edition`"
+    for name, nb in built.items():
+        text = (ROOT / edition.OUT_DIR / name).read_text(encoding="utf-8")
+        assert text == edition.serialise(nb), f"{name} is out of date: run `make edition`"
+
+
+def test_writing_twice_gives_the_same_bytes(built):
+    again = edition.build(ROOT)
+    assert {k: edition.serialise(v) for k, v in again.items()} == {
+        k: edition.serialise(v) for k, v in built.items()
+    }
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_raw_myst_and_no_glue(built, name):
+    nb = built[name]
+    nbformat.validate(nb)
+    text = _markdown(nb)
+    for what, pattern in RAW_MYST.items():
+        found = pattern.findall(text)
+        assert not found, f"{name}: raw MyST {what}: {found[:3]}"
+    for cell in _code(nb):
+        assert "glue(" not in cell.source and "myst_nb" not in cell.source, (name, cell.source[:200])
+        for output in cell.outputs:
+            data = output.get("data", {})
+            assert edition.GLUE_MIME not in data and edition.WIDGET_MIME not in data, (name, list(data))
+    # The claim checks the HTML removes are not in the edition either.
+    assert not [c for c in nb.cells if "claim" in c.metadata.get("tags", [])]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_glued_number_is_the_one_the_html_shows(built, name):
+    """Each {glue:text} role of the chapter is replaced by myst-nb's own formatting of the stored value."""
+    source = nbformat.read(ROOT / "book" / name, as_version=4)
+    values = edition._glue_values(source)
+    text = _markdown(built[name])
+    roles = [m for c in source.cells if c.cell_type == "markdown"
+             for m in re.findall(r"\{glue:text\}`([^`]*)`", c.source)]
+    assert roles, f"{name} glues no number (the test would check nothing)"
+    for role in roles:
+        key, _, spec = role.partition(":")
+        shown = edition.format_plain_text(values[key], spec or "s")
+        assert shown in text, f"{name}: {role} should show {shown!r}"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_exercises_are_numbered_headings_each_followed_by_its_solution(built, name):
+    source = nbformat.read(ROOT / "book" / name, as_version=4)
+    src_md = "\n".join(c.source for c in source.cells if c.cell_type == "markdown")
+    n_exercises = len(re.findall(r"^:{3,}\{exercise\}", src_md, re.M))
+    n_solutions = len(re.findall(r"\{solution-start\}", src_md))
+    chapter = int(name[:2])
+    nb = built[name]
+    headings = [(i, m) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                for m in re.findall(r"^### Exercise (\d+)\.(\d+)", c.source, re.M)]
+    assert [(int(a), int(b)) for _, (a, b) in headings] == [(chapter, k) for k in range(1, n_exercises + 1)]
+    solutions = [(i, c) for i, c in enumerate(nb.cells) if "solution" in c.metadata.get("tags", [])]
+    assert len(solutions) == n_solutions > 0
+    for (i, cell), (j, (a, b)) in zip(solutions, headings, strict=False):
+        assert cell.source.startswith(f"<details>\n<summary>Solution to Exercise {a}.{b}</summary>")
+        assert cell.source.rstrip().endswith("</details>")
+        assert j < i, f"{name}: the solution to {a}.{b} comes before its exercise"
+        for ref in re.findall(r"attachment:([\w.-]+)", cell.source):
+            assert ref in cell.get("attachments", {}), (name, ref)
+
+
+def test_references_become_plain_text(built):
+    text = _markdown(built["03_scaling.ipynb"])
+    assert "**Theorem 3.1** (Variance of a dot product)." in text
+    assert "*Proof.*" in text
+    assert "“Queries, keys and values” (chapter 2)" in text  # a {ref} into another chapter
+    assert "[Vaswani et al., 2017]" in text  # {cite}, as the HTML's author-year label
+    assert "[Glorot and Bengio, 2010]" in text  # two authors
+    references = built["03_scaling.ipynb"].cells[-1].source
+    assert references.startswith("## References\n")
+    assert "attention is all you need" in references.lower()
+
+
+def test_the_chapter_data_is_read_from_the_package(built):
+    code = "\n".join(c.source for c in _code(built["05_implementation.ipynb"]))
+    assert "torch_agreement()" in code and "data/" not in code
+
+
+# --------------------------------------------------------------------------- the install cell
+def _run_install_cell(source: str, missing: set[str], environ: dict[str, str]) -> list[str]:
+    """Execute the install cell with find_spec and %pip replaced; return the pip lines it ran."""
+    import importlib.util
+
+    code = TransformerManager().transform_cell(source)
+    ran: list[str] = []
+    namespace: dict = {}
+
+    def run_line_magic(magic, line, *args, **kwargs):  # as IPython does: expand {name} from the namespace
+        ran.append(f"%{magic} " + DollarFormatter().vformat(line, (), namespace))
+
+    shell = SimpleNamespace(run_line_magic=run_line_magic)
+
+    def find_spec(name, *args, **kwargs):
+        return None if name in missing else SimpleNamespace(name=name)
+
+    real = importlib.util.find_spec
+    importlib.util.find_spec = find_spec
+    try:
+        namespace["get_ipython"] = lambda: shell
+        import os
+
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(environ)
+        try:
+            exec(compile(code, "<install cell>", "exec"), namespace)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    finally:
+        importlib.util.find_spec = real
+    return ran
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_first_cell_is_the_install_cell(built, name):
+    first = built[name].cells[0]
+    assert first.cell_type == "code" and first.metadata["tags"] == [edition.INSTALL_TAG]
+
+
+def test_the_install_cell_does_nothing_where_everything_is_installed():
+    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    assert _run_install_cell(cell.source, missing=set(), environ={}) == []
+
+
+@pytest.mark.parametrize(
+    "missing", [{"attnlib"}, {"plotly"}, {"ipywidgets"}, {"attnlib", "plotly", "ipywidgets"}]
+)
+def test_the_install_cell_installs_from_the_configured_tag_where_something_is_missing(missing):
+    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    ran = _run_install_cell(cell.source, missing=missing, environ={})
+    assert ran == ['%pip install --quiet "attnlib[interactive] @ git+https://github.com/o/r.git@v0.1.0"']
+
+
+def test_attnlib_source_overrides_the_configured_url():
+    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    ran = _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "git+file:///tmp/x"})
+    assert ran == ['%pip install --quiet "attnlib[interactive] @ git+file:///tmp/x"']
+
+
+def test_without_a_repository_the_install_cell_says_how_to_install():
+    cell = edition.install_cell("")
+    with pytest.raises(RuntimeError, match="ATTNLIB_SOURCE"):
+        _run_install_cell(cell.source, missing={"attnlib"}, environ={})
+    assert _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "/src"}) == [
+        '%pip install --quiet "attnlib[interactive] @ /src"'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [("", ""), ("https://github.com/o/r", "git+https://github.com/o/r.git@v1.2.3"),
+     ("https://github.com/o/r.git/", "git+https://github.com/o/r.git@v1.2.3")],
+)
+def test_install_source_is_the_repository_at_the_version_tag(url, expected):
+    assert edition.install_source(edition.Repository(url), "1.2.3") == expected
+
+
+def test_the_edition_installs_from_the_repository_in_config():
+    repository = edition.Repository.from_config(ROOT)
+    import attnlib
+
+    cell = edition.install_cell(edition.install_source(repository, attnlib.__version__))
+    committed = nbformat.read(ROOT / edition.OUT_DIR / CHAPTERS[0], as_version=4)
+    assert committed.cells[0].source == cell.source
+
+
+# --------------------------------------------------------------------------- the pieces
+def test_without_glue_keeps_everything_else():
+    source = 'x = 1\nglue("a", x,\n     display=False)\nprint(x)\nfrom myst_nb import glue\n'
+    assert edition.without_glue(source) == "x = 1\nprint(x)"
+
+
+def test_a_glue_call_inside_a_block_is_refused():
+    with pytest.raises(ValueError, match="inside a block"):
+        edition.without_glue('for k in range(2):\n    glue(f"a{k}", k, display=False)\n')
+
+
+def test_an_unknown_role_or_directive_is_an_error_not_raw_text():
+    chapter = edition.Chapter(ROOT / "book" / "99_x.ipynb", 9, "X", nbformat.v4.new_notebook(), {"v": "0.5"})
+    r = edition.Renderer(chapter, edition.Labels(), edition.Bibliography({}))
+    assert r.markdown("v = {glue:text}`v:.2f`") == "v = 0.50"
+    with pytest.raises(ValueError, match="role"):
+        r.markdown("{kbd}`Ctrl`")
+    with pytest.raises(ValueError, match="directive"):
+        r.markdown(":::{figure} x.png\n:::")
+    with pytest.raises(KeyError, match="no stored glue output"):
+        r.markdown("{glue:text}`missing`")
+    with pytest.raises(ValueError, match="unclosed"):
+        r.markdown(":::{exercise}\nnever closed")
+
+
+def test_nested_directives_and_plain_code_fences():
+    chapter = edition.Chapter(ROOT / "book" / "99_x.ipynb", 9, "X", nbformat.v4.new_notebook(), {})
+    r = edition.Renderer(chapter, edition.Labels(), edition.Bibliography({}))
+    text = ("::::{admonition} Check\n:class: tip\nDo it.\n\n"
+            ":::{admonition} Answer\n:class: dropdown\n42\n:::\n::::")
+    assert r.markdown(text) == ("**Check.**\n\nDo it.\n\n<details>\n<summary>Answer</summary>\n\n42\n\n"
+                                "</details>")
+    code = "```python\n(label)=\n:::\nx = 1\n```"
+    assert r.markdown(f"Before.\n\n{code}\n\n(target)=\n## After") == f"Before.\n\n{code}\n\n## After"
