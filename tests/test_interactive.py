@@ -170,3 +170,16 @@ def test_rounding_is_what_makes_the_json_machine_independent() -> None:
     z = np.random.default_rng(0).standard_normal((4, 4))
     raw = [go.Figure(go.Heatmap(z=a)).to_plotly_json() for a in (z, np.nextafter(z, np.inf))]
     assert np.asarray(raw[0]["data"][0]["z"]).tolist() != np.asarray(raw[1]["data"][0]["z"]).tolist()
+
+
+def test_in_colab_the_figure_loads_plotly_js_itself(explorer: StaticFigure, monkeypatch) -> None:
+    """Colab shows each output in its own frame, without the page's plotly.js or Plotly's mimetype."""
+    import sys
+    import types
+
+    assert "cdn.plot.ly" not in explorer.to_html()  # the book: no CDN
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    colab = explorer.to_html()
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', colab)
+    assert len(scripts) == 1 and scripts[0].startswith("https://cdn.plot.ly/plotly-"), scripts
+    assert "Plotly.newPlot" in colab

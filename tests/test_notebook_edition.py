@@ -256,3 +256,49 @@ def test_nested_directives_and_plain_code_fences():
                                 "</details>")
     code = "```python\n(label)=\n:::\nx = 1\n```"
     assert r.markdown(f"Before.\n\n{code}\n\n(target)=\n## After") == f"Before.\n\n{code}\n\n## After"
+
+
+def _code_cell(source: str, outputs: list | None = None) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = outputs or []
+    return cell
+
+
+def test_cells_left_with_only_unread_assignments_are_dropped():
+    printed = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    cells = [
+        _code_cell("a = 1"),  # read by the last cell: kept
+        _code_cell("b = a + 1"),  # read only by the next, which is dropped: dropped too
+        _code_cell("c = b * 2"),  # read by nothing: dropped
+        _code_cell("obj.attr = 3"),  # changes an object: kept
+        _code_cell("d = 4"),  # read by a solution's code: kept
+        _code_cell("e = 5", printed),  # has an output: kept
+        nbformat.v4.new_markdown_cell("<details>\n\n```python\nprint(d)\n```\n\n</details>"),
+        _code_cell("print(a)"),
+    ]
+    kept = [c.source for c in edition._without_dead_cells(cells) if c.cell_type == "code"]
+    assert kept == ["a = 1", "obj.attr = 3", "d = 4", "e = 5", "print(a)"]
+
+
+def test_a_live_explorers_stored_note_says_to_run_the_cell():
+    output = nbformat.v4.new_output(
+        "display_data", data={"text/html": "<div>download this page</div>", "text/plain": "x",
+                              edition.WIDGET_MIME: {"model_id": "abc"}},
+        metadata={edition.LIVE_MARK: {"title": "d_k and the scaling"}},
+    )
+    (cleaned,) = edition.clean_outputs([output])
+    assert cleaned["data"] == {"text/plain": "Live explorer: d_k and the scaling. Run this cell "
+                                             "(after the cells above it) to open its controls."}
+
+
+def test_chapter_titles_are_numbered_as_on_the_page(built):
+    for name in CHAPTERS:
+        title = next(c for c in built[name].cells if c.cell_type == "markdown").source.splitlines()[0]
+        assert title.startswith(f"# {int(name[:2])}. "), title
+
+
+def test_several_citations_are_sorted_and_joined_as_the_page_does(built):
+    text = _markdown(built["01_why_attention.ipynb"])
+    assert "[Cho et al., 2014, Sutskever et al., 2014]" in text
+    references = built["01_why_attention.ipynb"].cells[-1].source
+    assert "\\" not in references and "Merriënboer" in references, "LaTeX left in the reference list"

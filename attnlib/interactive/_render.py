@@ -10,6 +10,11 @@ was computed in Python. In a notebook it displays as a bundle of two outputs:
 * ``application/vnd.plotly.v1+json``: the same figure for JupyterLab, VS Code
   and other front ends that render Plotly's own mimetype.
 
+Colab renders neither a page's plotly.js nor Plotly's mimetype: it shows each output's
+``text/html`` alone in a frame. There (``google.colab`` imported) the HTML loads plotly.js
+itself from Plotly's CDN, as Plotly's own Colab renderer does; Colab is online anyway. The
+book's pages never do.
+
 The output is deterministic (a fixed ``div_id``, no uids, no timestamps) and the
 same on every machine: every float in the figure is rounded to
 :data:`FIGURE_SIGNIFICANT_DIGITS` significant digits, far coarser than the last-bit
@@ -30,6 +35,7 @@ import html
 import json
 import math
 import re
+import sys
 from typing import Any
 
 import numpy as np
@@ -150,7 +156,7 @@ class StaticFigure:
         height = self.fig.layout.height
         plot = pio.to_html(
             self._figure_json(),
-            include_plotlyjs=False,
+            include_plotlyjs="cdn" if _in_colab() else False,
             include_mathjax=False,
             full_html=False,
             div_id=self.div_id,
@@ -190,6 +196,11 @@ class StaticFigure:
             "text/plain": f"<interactive figure {self.div_id!r}: {self.alt}>",
         }
         return data, {_OUTPUT_MARK: {"div_id": self.div_id}}
+
+
+def _in_colab() -> bool:
+    """True in a Colab kernel, whose outputs are isolated frames that must load plotly.js themselves."""
+    return "google.colab" in sys.modules
 
 
 def show(fig: go.Figure, *, div_id: str, caption: str, alt: str) -> StaticFigure:

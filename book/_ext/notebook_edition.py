@@ -33,11 +33,13 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import yaml
+from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.variables import format_plain_text
 from nbformat import NotebookNode
 
@@ -48,6 +50,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PROOF_KINDS = {"theorem": "Theorem", "proposition": "Proposition", "lemma": "Lemma",
                "corollary": "Corollary", "definition": "Definition", "example": "Example"}
 INSTALL_TAG = "install"
+LIVE_MARK = "attnlib.interactive.live"  # output metadata key of a live explorer (attnlib.interactive.live)
 
 
 # --------------------------------------------------------------------------- configuration
@@ -84,9 +87,9 @@ def install_cell(source: str) -> NotebookNode:
             "        raise RuntimeError(\n"
             '            "attnlib (with plotly and ipywidgets) is not installed, and this copy of the "\n'
             '            "book names no public repository to install it from. Install it from a copy "\n'
-            "            \"of the repository (pip install '/path/to/repository[interactive]'), or set \"\n"
-            '            "ATTNLIB_SOURCE to a pip URL such as "\n'
-            '            "git+https://github.com/OWNER/REPOSITORY.git@TAG and run this cell again."\n'
+            "            \"of the repository (pip install '/path/to/repository[interactive]'), or name \"\n"
+            '            "the source in a cell above this one and run this cell again, e.g. "\n'
+            '            "%env ATTNLIB_SOURCE=git+https://github.com/OWNER/REPOSITORY.git@TAG"\n'
             "        )\n"
         )
     code = (
@@ -141,8 +144,11 @@ def _toc_documents(root: Path) -> list[tuple[str, bool]]:
 
 
 def _plain_heading(text: str) -> str:
-    """A heading's text as a reader sees it: no Markdown emphasis or code marks."""
-    return re.sub(r"[*_`]", "", text).strip()
+    """A heading's text as a reader sees it: no Markdown emphasis or code marks (math kept as it is),
+    and straight double quotes curled to single ones, since the title itself goes inside “…”."""
+    pieces = re.split(r"(\$[^$]*\$)", text)
+    plain = "".join(p if p.startswith("$") else re.sub(r"[*_`]", "", p) for p in pieces)
+    return re.sub(r'"([^"]*)"', "‘\\1’", plain).strip()
 
 
 def _directive_blocks(text: str) -> Iterator[tuple[str, str, dict[str, str]]]:
@@ -203,6 +209,7 @@ class Bibliography:
     """Author–year labels and plain-text entries of ``references.bib``, as the HTML shows them."""
 
     entries: dict[str, Any]
+    _authors: dict[str, str] = field(default_factory=dict, repr=False)  # pybtex's rendering is slow
 
     @classmethod
     def load(cls, path: Path) -> Bibliography:
@@ -210,16 +217,35 @@ class Bibliography:
 
         return cls(dict(parse_file(str(path), bib_format="bibtex").entries))
 
+    @cached_property
+    def _style(self) -> Any:
+        from pybtex.plugin import find_plugin
+
+        return find_plugin("pybtex.style.formatting", "unsrt")()
+
+    @cached_property
+    def _text(self) -> Any:  # pybtex's plain-text backend (render_as looks its plugin up on every call)
+        from pybtex.backends.plaintext import Backend
+
+        return Backend()
+
     def _entry(self, key: str) -> Any:
         if key not in self.entries:
             raise KeyError(f"citation key {key!r} is not in references.bib")
         return self.entries[key]
 
     def authors(self, key: str) -> str:
+        """The author part of the label: "A", "A and B" or "A et al." (LaTeX accents decoded)."""
+        if key not in self._authors:
+            self._authors[key] = self._author_label(key)
+        return self._authors[key]
+
+    def _author_label(self, key: str) -> str:
         entry = self._entry(key)
         people = entry.persons.get("author") or entry.persons.get("editor") or []
-        names = [" ".join(p.prelast_names + p.last_names).replace("{", "").replace("}", "") for p in people]
-        if len(names) >= 3:
+        names = [" ".join(n.render(self._text) for n in p.rich_prelast_names + p.rich_last_names)
+                 for p in people]
+        if len(names) >= 3 or "others" in names:
             return f"{names[0]} et al."
         return " and ".join(names) or entry.fields.get("organization", key)
 
@@ -227,27 +253,16 @@ class Bibliography:
         return str(self._entry(key).fields.get("year", "n.d."))
 
     def cite(self, keys: list[str], textual: bool) -> str:
+        """As sphinxcontrib-bibtex's author-year style shows it: keys sorted by author and year."""
+        keys = sorted(keys, key=lambda k: (self.authors(k).lower(), self.year(k)))
         if textual:
             return ", ".join(f"{self.authors(k)} [{self.year(k)}]" for k in keys)
-        return "[" + "; ".join(f"{self.authors(k)}, {self.year(k)}" for k in keys) + "]"
+        return "[" + ", ".join(f"{self.authors(k)}, {self.year(k)}" for k in keys) + "]"
 
     def reference(self, key: str) -> str:
-        """One line of the chapter's reference list: authors, year, title, where, link."""
-        entry = self._entry(key)
-        people = entry.persons.get("author") or []
-        names = ", ".join(
-            " ".join(p.first_names + p.middle_names + p.prelast_names + p.last_names) for p in people
-        )
-        fields = entry.fields
-        where = next((fields[f] for f in ("journal", "booktitle", "publisher", "howpublished", "note")
-                      if f in fields), "")
-        parts = [f"{names} ({self.year(key)}).", f"*{fields.get('title', key)}*."]
-        if where:
-            parts.append(f"{where}.")
-        link = fields.get("url") or (f"https://doi.org/{fields['doi']}" if "doi" in fields else "")
-        if link:
-            parts.append(f"<{link}>")
-        return re.sub(r"[{}]|\\url", "", " ".join(parts))
+        """One line of the chapter's reference list, formatted by pybtex as the HTML bibliography is."""
+        (formatted,) = self._style.format_entries([self._entry(key)])
+        return formatted.text.render(self._text)
 
 
 # --------------------------------------------------------------------------- markdown
@@ -265,7 +280,7 @@ class Renderer:
         self.counts: dict[str, int] = {}
 
     # -- inline roles
-    def _ref(self, content: str) -> str:
+    def _ref(self, content: str, chapter: bool = True) -> str:
         explicit = re.match(r"^(.*?)\s*<([^>]+)>$", content, re.S)
         if explicit:
             return explicit.group(1)
@@ -274,7 +289,7 @@ class Renderer:
             raise KeyError(f"{self.chapter.path.name}: no title known for the reference {label!r}")
         text = self.labels.text[label]
         number = self.labels.chapter_of.get(label)
-        if text.startswith("“") and number and number != self.chapter.number:
+        if chapter and text.startswith("“") and number and number != self.chapter.number:
             text += f" (chapter {number})"
         return text
 
@@ -301,6 +316,13 @@ class Renderer:
         return format_plain_text(self.chapter.glue[key], spec or "s")
 
     def roles(self, text: str) -> str:
+        # "{ref}`section` in {doc}`chapter`": name the chapter once, with the doc role.
+        text = re.sub(
+            r"\{ref\}`([^`]*)`(\s+in\s+)\{doc\}`([^`]*)`",
+            lambda m: self._ref(m.group(1), chapter=False) + m.group(2) + self._doc(m.group(3)),
+            text,
+        )
+
         def replace(m: re.Match[str]) -> str:
             role, content = m.group("role"), m.group("content")
             if role == "glue:text":
@@ -415,10 +437,21 @@ def _only_comments(source: str) -> bool:
 
 
 def clean_outputs(outputs: list[NotebookNode]) -> list[NotebookNode]:
-    """Stored outputs minus glue records and widget views (whose state is not stored)."""
+    """Stored outputs minus glue records and widget views (whose state is not stored).
+
+    A live explorer's stored output is the note the web page shows ("download this page ..."); in a
+    notebook it says to run the cell instead.
+    """
     kept = []
     for output in outputs:
         data = output.get("data", {})
+        live = output.get("metadata", {}).get(LIVE_MARK)
+        if live is not None:
+            output = nbformat.from_dict(dict(output))
+            output["data"] = {"text/plain": f"Live explorer: {live.get('title', '')}. Run this cell "
+                                            "(after the cells above it) to open its controls."}
+            kept.append(output)
+            continue
         if GLUE_MIME in data or output.get("metadata", {}).get("scrapbook"):
             continue
         if WIDGET_MIME in data:
@@ -441,7 +474,7 @@ def _output_markdown(outputs: list[NotebookNode], stem: str,
             name = f"{stem}-{len(attachments) + 1}.png"
             attachments[name] = {"image/png": data["image/png"]}
             base64.b64decode(data["image/png"], validate=False)  # a corrupt image fails here, not later
-            alt = data.get("text/plain", "figure").strip("<>")
+            alt = "The figure the solution code above draws"
             parts.append(f"![{alt}](attachment:{name})")
         elif "text/plain" in data:
             parts.append(f"```text\n{data['text/plain'].rstrip()}\n```")
@@ -526,15 +559,18 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
         cells.append(new)
     if solution is not None:
         raise ValueError(f"{chapter.path.name}: the solution to {solution['label']} never ends")
-    # A note under the title: what this file is and where the rest of the book lives.
-    note = nbformat.v4.new_markdown_cell(
-        f"*This is the notebook edition of chapter {chapter.number} of “{book_title}”, written from "
-        f"`book/{chapter.path.name}` by `make edition`. The numbers in the text are the values the "
-        "chapter computed when it was last run; running the cells recomputes every one of them. "
-        "Run the first cell before the others.*"
-    )
-    title_index = next(i for i, c in enumerate(cells) if c.cell_type == "markdown")
-    cells.insert(title_index + 1, note)
+    cells = _without_dead_cells(cells)
+    # The title, numbered as on the web page, then a note on what this notebook is.
+    first = next(i for i, c in enumerate(cells) if c.cell_type == "markdown")
+    title, _, rest = cells[first].source.partition("\n")
+    if not title.startswith("# "):
+        raise ValueError(f"{chapter.path.name}: the first Markdown cell must open with the chapter title")
+    note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook. The numbers in the text were "
+            "computed by its code cells when the book was built. Run the cells in order, the first one "
+            "first.*")
+    heading = nbformat.v4.new_markdown_cell(f"# {chapter.number}. {title[2:].strip()}\n\n{note}")
+    body = [nbformat.v4.new_markdown_cell(rest.strip("\n"))] if rest.strip() else []
+    cells[first:first + 1] = [heading, *body]
     if r.cited:
         lines = "\n".join(f"- {bibliography.reference(k)}" for k in r.cited)
         cells.append(nbformat.v4.new_markdown_cell(f"## References\n\n{lines}"))
@@ -546,6 +582,41 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
     for i, c in enumerate(nb.cells):  # stable ids, so regenerating writes the same bytes
         c["id"] = f"{chapter.path.stem[:2]}-{i:03d}"
     return nb
+
+
+def _names(tree: ast.AST, kind: type) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, kind)}
+
+
+def _without_dead_cells(cells: list[NotebookNode]) -> list[NotebookNode]:
+    """Drop code cells left with only assignments no later code reads (they fed removed glue calls).
+
+    Later code includes the solutions' code (a learner may copy it into a cell). Walking backwards
+    drops chains of such cells too.
+    """
+    used: set[str] = set()
+    kept: list[NotebookNode] = []
+    for cell in reversed(cells):
+        if cell.cell_type == "markdown":
+            for code in re.findall(r"```python\n(.*?)\n```", cell.source, re.S):
+                used |= _names(ast.parse(code), ast.Load)
+            kept.append(cell)
+            continue
+        if cell.metadata.get("tags") == [INSTALL_TAG]:
+            kept.append(cell)
+            continue
+        tree = ast.parse(TransformerManager().transform_cell(cell.source))
+        only_assignments = all(  # to plain names: an attribute or item assignment changes an object
+            isinstance(st, (ast.Assign, ast.AnnAssign))
+            and all(isinstance(n, (ast.Name, ast.Tuple, ast.List)) for n in ast.walk(st)
+                    if isinstance(getattr(n, "ctx", None), ast.Store))
+            for st in tree.body
+        )
+        if only_assignments and not cell.outputs and not (_names(tree, ast.Store) & used):
+            continue
+        used |= _names(tree, ast.Load)
+        kept.append(cell)
+    return kept[::-1]
 
 
 def _solution_cell(solution: dict[str, Any]) -> NotebookNode:
