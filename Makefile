@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit notebooks nbval nbval-nudged browser bench execute edition clean
+.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
@@ -45,7 +45,12 @@ lint: test-deps
 	$(BIN)/ruff check attnlib tests bench book/_ext
 
 unit: test-deps
-	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser
+	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser --ignore=tests/test_colab.py
+
+# The notebook edition in a Colab stand-in (Colab's package versions, ipywidgets 7, no checkout): its
+# environment is built once under _build/colab-venv (tests/reproducibility/colab_env.py).
+colab: test-deps
+	$(BIN)/python -m pytest -q tests/test_colab.py
 
 # The notebooks that nbval, nbval-nudged and execute act on (NB=book/03_scaling.ipynb for one).
 NB ?= book/*.ipynb
@@ -66,7 +71,11 @@ nbval-nudged: test-deps
 browser: test-deps build
 	$(BIN)/python -m pytest -q tests/browser
 
-test: lint unit notebooks browser
+# unit and colab side by side (-O: each layer's output printed whole when it ends), then the rest.
+test: lint
+	$(MAKE) --no-print-directory -j2 -O unit colab
+	$(MAKE) --no-print-directory notebooks
+	$(MAKE) --no-print-directory browser
 	@echo "All test layers passed."
 
 # Re-execute the chapters in place, then drop per-cell timestamps and widget state so diffs show

@@ -265,3 +265,53 @@ def test_mimebundle_has_widget_view_and_static_note(make: str, ex) -> None:
     assert (data2["text/html"], data2["text/plain"]) == (note, data["text/plain"]), (
         "the note must not depend on the state: nbval compares it from run to run"
     )
+
+
+class _Seven:
+    """An ipywidgets 7 widget as LiveExplorer sees it: a model id, display callbacks, no _repr_mimebundle_."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.displayed = 0
+
+    def _handle_displayed(self, **kwargs: object) -> None:
+        self.displayed += 1
+
+
+class _Eight:
+    """An ipywidgets 8 widget: it gives its own bundle, whose view LiveExplorer must pass on unchanged."""
+
+    def __init__(self, view: dict) -> None:
+        self.view = view
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        return {"text/plain": "VBox(...)", WIDGET_VIEW_MIMETYPE: self.view}
+
+
+def test_mimebundle_under_ipywidgets_7_and_8(live: LiveExplorer) -> None:
+    real = live.widget
+    real_view = {"version_major": 2, "version_minor": 0, "model_id": real.model_id}  # widget-view schema 2
+    if hasattr(real, "_repr_mimebundle_"):  # ipywidgets 8 (the project's venv); 7 has no such method
+        assert real._repr_mimebundle_()[WIDGET_VIEW_MIMETYPE] == real_view
+    note, text = live.note_html(), repr(live)
+
+    seven = _Seven(real.model_id)
+    live.widget = seven
+    data, metadata = live._repr_mimebundle_()
+    assert data == {WIDGET_VIEW_MIMETYPE: real_view, "text/html": note, "text/plain": text}, (
+        "under ipywidgets 7 the view must be the one ipywidgets 8 gives for the same widget"
+    )
+    assert data[WIDGET_VIEW_MIMETYPE] == {"version_major": 2, "version_minor": 0, "model_id": real.model_id}
+    assert seven.displayed == 1, "ipywidgets 7 fires on_displayed when a widget is shown; so must this"
+    assert "attnlib.interactive.live" in metadata
+
+    eight = _Eight({"version_major": 2, "version_minor": 1, "model_id": "abc123"})
+    live.widget = eight
+    data, _ = live._repr_mimebundle_()
+    assert data[WIDGET_VIEW_MIMETYPE] == eight.view and data[WIDGET_VIEW_MIMETYPE] is not eight.view
+    assert (data["text/html"], data["text/plain"]) == (note, text)
+
+    for broken in (_Seven(""), _Eight({"version_major": 2, "version_minor": 0})):
+        live.widget = broken
+        with pytest.raises(TypeError, match="has no widget view to display"):
+            live._repr_mimebundle_()

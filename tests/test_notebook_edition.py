@@ -134,8 +134,11 @@ def test_the_chapter_data_is_read_from_the_package(built):
 
 
 # --------------------------------------------------------------------------- the install cell
-def _run_install_cell(source: str, missing: set[str], environ: dict[str, str]) -> list[str]:
+def _run_install_cell(
+    source: str, missing: set[str], environ: dict[str, str], pip_works: bool = True
+) -> list[str]:
     """Execute the install cell with find_spec and %pip replaced; return the pip lines it ran."""
+    missing = set(missing)
     import importlib.util
 
     code = TransformerManager().transform_cell(source)
@@ -144,6 +147,8 @@ def _run_install_cell(source: str, missing: set[str], environ: dict[str, str]) -
 
     def run_line_magic(magic, line, *args, **kwargs):  # as IPython does: expand {name} from the namespace
         ran.append(f"%{magic} " + DollarFormatter().vformat(line, (), namespace))
+        if pip_works:
+            missing.clear()
 
     shell = SimpleNamespace(run_line_magic=run_line_magic)
 
@@ -302,3 +307,9 @@ def test_several_citations_are_sorted_and_joined_as_the_page_does(built):
     assert "[Cho et al., 2014, Sutskever et al., 2014]" in text
     references = built["01_why_attention.ipynb"].cells[-1].source
     assert "\\" not in references and "Merriënboer" in references, "LaTeX left in the reference list"
+
+
+def test_the_install_cell_fails_loudly_when_pip_fails():
+    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    with pytest.raises(RuntimeError, match="failed: see pip's message"):
+        _run_install_cell(cell.source, missing={"attnlib"}, environ={}, pip_works=False)

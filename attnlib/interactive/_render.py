@@ -36,6 +36,7 @@ import json
 import math
 import re
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -154,16 +155,21 @@ class StaticFigure:
     def to_html(self) -> str:
         """The ``<figure>`` for the static page; it needs ``window.Plotly`` defined before it runs."""
         height = self.fig.layout.height
-        plot = pio.to_html(
-            self._figure_json(),
-            include_plotlyjs="cdn" if _in_colab() else False,
-            include_mathjax=False,
-            full_html=False,
-            div_id=self.div_id,
-            config=PLOTLY_CONFIG,
-            validate=True,
-            default_height=f"{int(height)}px" if height else "100%",
-        )
+        with warnings.catch_warnings():
+            # Plotly 5 (Colab ships 5.24) does not know plotly.js 3's typesetMath: it warns on stderr,
+            # then passes the option on unchanged.
+            warnings.filterwarnings("ignore", message=r"\s*Unrecognized config options supplied",
+                                    category=UserWarning)
+            plot = pio.to_html(
+                self._figure_json(),
+                include_plotlyjs="cdn" if _in_colab() else False,
+                include_mathjax=False,
+                full_html=False,
+                div_id=self.div_id,
+                config=PLOTLY_CONFIG,
+                validate=True,
+                default_height=f"{int(height)}px" if height else "100%",
+            )
         did = self.div_id
         return (
             f'<figure class="attnlib-explorer" id="{did}-figure" aria-describedby="{did}-alt">\n'

@@ -19,6 +19,11 @@ front end renders, and a ``text/html`` note saying that the explorer runs
 live in Jupyter, Binder or Colab. The static book has no kernel behind its
 controls, so its build renders the note instead of the widget (the book's
 ``nb_mime_priority_overrides`` drops the widget view for HTML).
+
+The bundle works under ipywidgets 8 and under ipywidgets 7, which Colab keeps
+(7.7.1; its front end breaks under 8): an ipywidgets 8 widget gives its view
+through its own ``_repr_mimebundle_``, a 7 widget has no such method and only
+sends the same view from ``_ipython_display_``; see :func:`_widget_view`.
 """
 
 from __future__ import annotations
@@ -192,6 +197,35 @@ def _png_output(fig: Figure) -> dict[str, Any]:
     }
 
 
+def _widget_view(widget: Any) -> dict[str, Any]:
+    """The widget-view entry (``{"version_major", "version_minor", "model_id"}``) of ``widget``.
+
+    ipywidgets 8 returns it from ``widget._repr_mimebundle_()``. ipywidgets 7
+    widgets have no ``_repr_mimebundle_``: ``Widget._ipython_display_`` builds
+    the entry (format version 2.0 of the Jupyter widget-view schema, the same
+    numbers as 8) and publishes it directly, then fires the widget's
+    ``on_displayed`` callbacks. Without a method to ask, this builds the same
+    entry from ``widget.model_id`` and fires the callbacks as 7 does, so the
+    explorer can put the view into one bundle with its note.
+
+    Raises
+    ------
+    TypeError
+        ``widget`` has no view to display (no widget-view entry or model id).
+    """
+    own_bundle = getattr(widget, "_repr_mimebundle_", None)
+    if own_bundle is not None:  # ipywidgets 8
+        view = (own_bundle() or {}).get(WIDGET_VIEW_MIMETYPE)
+    else:  # ipywidgets 7: what Widget._ipython_display_ publishes
+        view = {"version_major": 2, "version_minor": 0, "model_id": getattr(widget, "model_id", None)}
+        handle_displayed = getattr(widget, "_handle_displayed", None)
+        if view["model_id"] and handle_displayed is not None:
+            handle_displayed()
+    if not view or not view.get("model_id"):
+        raise TypeError(f"widget {type(widget).__name__} has no widget view to display (no model id)")
+    return dict(view)
+
+
 def _note_html(title: str, what: str) -> str:
     return (
         '<div class="admonition note attnlib-live-note" role="note">\n'
@@ -302,8 +336,14 @@ class LiveExplorer:
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """One output: the widget view (live kernels), the note (the static book) and a text form.
+
+        Front ends with a widget manager (JupyterLab, Notebook, Colab) render the
+        view; the book's build drops it and renders the note. Works under
+        ipywidgets 7 and 8 (:func:`_widget_view`).
+        """
         data = {
-            WIDGET_VIEW_MIMETYPE: self.widget._repr_mimebundle_()[WIDGET_VIEW_MIMETYPE],
+            WIDGET_VIEW_MIMETYPE: _widget_view(self.widget),  # ipywidgets 7 or 8
             "text/html": self.note_html(),
             "text/plain": repr(self),
         }

@@ -101,7 +101,10 @@ def install_cell(source: str) -> NotebookNode:
         "\n"
         'if any(importlib.util.find_spec(m) is None for m in ("attnlib", "plotly", "ipywidgets")):\n'
         f"{get_source}"
-        '    %pip install --quiet "attnlib[interactive] @ {source}"'
+        '    %pip install --quiet "attnlib[interactive] @ {source}"\n'
+        "    importlib.invalidate_caches()\n"
+        '    if importlib.util.find_spec("attnlib") is None:  # %pip reports a failure but does not raise\n'
+        '        raise RuntimeError(f"Installing attnlib from {source} failed: see pip\'s message above.")'
     )
     cell = nbformat.v4.new_code_cell(code)
     cell.metadata["tags"] = [INSTALL_TAG]
