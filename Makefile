@@ -7,12 +7,13 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition clean
+.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition pdf have-chromium clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
+	@echo "make pdf    print the book to _build/pdf/book.pdf and book-student.pdf (needs chromium)"
 	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares), then make edition"
 	@echo "make edition  write the notebook edition (book/notebooks/: runs in Colab or any Jupyter, no MyST)"
 	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
@@ -93,6 +94,14 @@ execute: venv
 # opens notebooks from the repository) and tests/test_notebook_edition.py fails when it is stale.
 edition: venv
 	$(BIN)/python book/_ext/notebook_edition.py
+
+# The PDF: every built page printed by headless Chromium, solutions collected after each chapter's
+# exercises (book.pdf) or left out (book-student.pdf), joined by pypdf (book/_ext/print_pdf.py).
+pdf: have-chromium test-deps build
+	$(BIN)/python book/_ext/print_pdf.py --html $(HTML) --out _build/pdf
+
+have-chromium:
+	@test -x /usr/bin/chromium || { echo "make pdf needs Chromium at /usr/bin/chromium: run apt-get install chromium" >&2; exit 1; }
 
 bench: venv
 	$(BIN)/python bench/bench_core.py
