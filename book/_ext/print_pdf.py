@@ -55,7 +55,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
-# The same flags as the browser tests (tests/browser/conftest.py).
+# Headless, sandbox off (containers), no background traffic: the browser tests launch it the same way.
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

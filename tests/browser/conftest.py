@@ -9,33 +9,23 @@ browser layer would let ``make test`` pass without having looked at a single pag
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-import threading
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+# book/_ext is not a package: its tools are imported by path. make pdf launches Chromium as the tests do.
+from print_pdf import CHROMIUM, CHROMIUM_ARGS, serve
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("BOOK_HTML_DIR", REPO_ROOT / "_build" / "html")).resolve()
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
 MISSING_BUILD = (
     f"The built book is missing: {HTML_DIR} has no index.html. Run `make book` first "
     "(`make browser` builds it before running these tests)."
@@ -106,13 +96,6 @@ def discovered_pages(html_dir: Path) -> list[str]:
     return discover_pages(html_dir)
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
-    """Serves files from the book without logging every request to stderr."""
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="session")
 def html_dir() -> Path:
     if not (HTML_DIR / "index.html").is_file():
@@ -123,18 +106,8 @@ def html_dir() -> Path:
 @pytest.fixture(scope="session")
 def base_url(html_dir: Path) -> Iterator[str]:
     """``http://127.0.0.1:PORT`` serving ``html_dir``; the port is chosen by the OS."""
-    handler = functools.partial(_QuietHandler, directory=str(html_dir))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="book-http", daemon=True)
-    thread.start()
-    host, port = server.server_address[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve(html_dir) as url:  # the server make pdf prints from
+        yield url
 
 
 @pytest.fixture(scope="session")
