@@ -16,6 +16,9 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
 * :mod:`attnlib.kvcache` – a key–value cache for incremental decoding
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
+* :mod:`attnlib.exercises` – ``check(label, answer)``: answers to the book's exercises checked against
+  references recomputed at check time, with the likely misconception named
+* :mod:`attnlib.data` – data files the chapters read, shipped inside the package
 """
 
 from attnlib import (
@@ -38,6 +41,7 @@ from attnlib.baselines import *  # noqa: F403
 from attnlib.complexity import *  # noqa: F403
 from attnlib.core import *  # noqa: F403
 from attnlib.examples import *  # noqa: F403
+from attnlib.exercises import check
 from attnlib.features import *  # noqa: F403
 from attnlib.grad import *  # noqa: F403
 from attnlib.kvcache import *  # noqa: F403
@@ -64,6 +68,7 @@ __all__ = [
     *naive.__all__,
     *positions.__all__,
     *plots.__all__,
+    "check",
 ]
 
 __version__ = "0.1.0"
