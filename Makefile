@@ -7,13 +7,14 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition pdf have-chromium clean
+.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition student pdf have-chromium clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
 	@echo "make bench  run the benchmarks under bench/"
 	@echo "make pdf    print the book to _build/pdf/book.pdf and book-student.pdf (needs chromium)"
+	@echo "make student  the student edition, no solutions: _build/student/html and _build/student/notebooks"
 	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares), then make edition"
 	@echo "make edition  write the notebook edition (book/notebooks/: runs in Colab or any Jupyter, no MyST)"
 	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
@@ -69,7 +70,7 @@ nbval-nudged: test-deps
 	rm -rf $(NUDGED) && $(BIN)/python tests/reproducibility/nudge.py $(NUDGED)
 	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(BIN)/python -m pytest -q --nbval $(NB)
 
-browser: test-deps build
+browser: test-deps build student
 	$(BIN)/python -m pytest -q tests/browser
 
 # unit and colab side by side (-O: each layer's output printed whole when it ends), then the rest.
@@ -94,6 +95,11 @@ execute: venv
 # opens notebooks from the repository) and tests/test_notebook_edition.py fails when it is stale.
 edition: venv
 	$(BIN)/python book/_ext/notebook_edition.py
+
+# The student edition: every chapter without its solutions, as web pages and notebooks, from the
+# stored outputs (book/_ext/student.py).
+student: venv
+	$(BIN)/python book/_ext/student.py --out _build/student
 
 # The PDF: every built page printed by headless Chromium, solutions collected after each chapter's
 # exercises (book.pdf) or left out (book-student.pdf), joined by pypdf (book/_ext/print_pdf.py).

@@ -11,7 +11,9 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
 * cross-references and citations are plain text (``"Exercise 3.2"``, ``“Section title” (chapter 4)``,
   ``[Vaswani et al., 2017]``), with the works a chapter cites listed at its end;
 * exercises, theorems and proofs are Markdown headings and paragraphs, numbered as in the HTML;
-  each solution (its text, code and outputs) is one ``<details>`` block after its exercise;
+  each solution (its text, code and outputs) is one ``<details>`` block after its exercise, without
+  the chapters' ``### BEGIN/END SOLUTION`` lines, in a cell that nbgrader reads as an answer cell (the
+  notebook an instructor gives nbgrader; see ``book/_ext/student.py``);
 * the cells the HTML removes (the claim checks) are left out, and stored widget views are dropped
   (their widget state is not stored, so Jupyter could only show an error in their place);
 * a first cell installs ``attnlib[interactive]`` only where attnlib, Plotly or ipywidgets is missing
@@ -19,9 +21,11 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
   version, or from ``ATTNLIB_SOURCE`` when that is set.
 
 The edition is committed, because Colab opens notebooks from the repository; ``tests`` check that it
-is what this module writes from the current chapters.
+is what this module writes from the current chapters. ``build(edition="student")`` writes the student
+edition from the same cells, less every solution (``make student``, ``book/_ext/student.py``): it
+reads the solution markers of the chapters, which ``--mark`` adds where they are missing.
 
-Usage: ``python book/_ext/notebook_edition.py [--check]`` (``make edition``).
+Usage: ``python book/_ext/notebook_edition.py [--check | --mark]`` (``make edition``).
 """
 
 from __future__ import annotations
@@ -280,6 +284,9 @@ class Renderer:
         self.labels = labels
         self.bibliography = bibliography
         self.cited: list[str] = []
+        # True while a solution is rendered: the student edition lists only works cited outside them.
+        self.in_solution = False
+        self.cited_outside_solutions: set[str] = set()
         self.counts: dict[str, int] = {}
 
     # -- inline roles
@@ -310,6 +317,8 @@ class Renderer:
         for key in keys:
             if key not in self.cited:
                 self.cited.append(key)
+            if not self.in_solution:
+                self.cited_outside_solutions.add(key)
         return self.bibliography.cite(keys, textual)
 
     def _glue(self, content: str) -> str:
@@ -357,6 +366,10 @@ class Renderer:
             return f"{title}. {body}" if body and not body.startswith(("$$", "\n")) else f"{title}.\n\n{body}"
         if name == "prf:proof":
             return f"*Proof.* {body} $\\blacksquare$"
+        if name == "quiz":  # book/_ext/quiz.py: the questions, each answer folded in <details>
+            from quiz import quiz_markdown  # beside this file
+
+            return quiz_markdown(self.chapter.path.parent / arg).strip("\n")
         if name in ("admonition", "note", "tip", "important", "warning", "hint", "seealso", "attention"):
             title = arg or name.capitalize()
             if "dropdown" in options.get("class", "").split():
@@ -484,6 +497,208 @@ def _output_markdown(outputs: list[NotebookNode], stem: str,
     return parts
 
 
+# --------------------------------------------------------------------------- solutions and their markers
+# The chapters mark every solution the way nbgrader does (see book/_ext/student.py for the editions):
+# each cell between ```{solution-start}``` and ```{solution-end}``` carries nbgrader cell metadata
+# ("solution": true), and a code cell among them is wrapped in BEGIN/END SOLUTION lines. A solution
+# inside a cell that also holds other text (the "Answer" dropdown of a "Check by hand" box) is a region
+# between BEGIN/END SOLUTION lines in a cell marked as a solution, as nbgrader reads it.
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+SOLUTION_START = re.compile(r"^```\{solution-start\}\s*([\w:-]+)", re.M)
+SOLUTION_END = re.compile(r"^```\{solution-end\}", re.M)
+GRADE_ID = re.compile(r"^[A-Za-z0-9_-]+$")  # nbgrader's pattern for grade ids
+
+
+def nbgrader_metadata(grade_id: str, cell_type: str, points: int = 0) -> dict[str, Any]:
+    """nbgrader (schema 3) metadata of a solution cell.
+
+    A code cell is an "autograded answer" (solution, not graded). nbgrader refuses a Markdown solution
+    cell that is not also a grade cell ("Markdown solution cell is not marked as a grade cell"), so a
+    Markdown one is a "manually graded answer" worth ``points``.
+    """
+    if not GRADE_ID.match(grade_id):
+        raise ValueError(f"grade_id must be letters, digits, '_' or '-' (nbgrader's rule); got {grade_id!r}")
+    if cell_type not in ("code", "markdown"):
+        raise ValueError(f"cell_type must be 'code' or 'markdown'; got {cell_type!r}")
+    meta: dict[str, Any] = {"grade": cell_type == "markdown", "grade_id": grade_id, "locked": False,
+                            "schema_version": 3, "solution": True, "task": False}
+    if cell_type == "markdown":
+        meta["points"] = points
+    return meta
+
+
+def is_solution(cell: NotebookNode) -> bool:
+    """True for a cell marked as (or holding) a solution in nbgrader's metadata."""
+    return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution", False))
+
+
+def _split_regions(source: str) -> tuple[list[str], list[list[str]]]:
+    """(lines outside BEGIN/END SOLUTION regions, the lines of each region); markers dropped."""
+    outside: list[str] = []
+    regions: list[list[str]] = []
+    region: list[str] | None = None
+    for line in source.split("\n"):
+        if line.strip() == BEGIN_SOLUTION:
+            if region is not None:
+                raise ValueError(f"a {BEGIN_SOLUTION} line inside another solution region:\n{source}")
+            region = []
+        elif line.strip() == END_SOLUTION:
+            if region is None:
+                raise ValueError(f"an {END_SOLUTION} line without its {BEGIN_SOLUTION}:\n{source}")
+            regions.append(region)
+            region = None
+        elif region is not None:
+            region.append(line)
+        else:
+            outside.append(line)
+    if region is not None:
+        raise ValueError(f"a {BEGIN_SOLUTION} line without its {END_SOLUTION}:\n{source}")
+    return outside, regions
+
+
+def without_markers(source: str) -> str:
+    """``source`` with the BEGIN/END SOLUTION lines removed and everything else kept."""
+    markers = (BEGIN_SOLUTION, END_SOLUTION)
+    return "\n".join(line for line in source.split("\n") if line.strip() not in markers)
+
+
+def solution_regions(source: str) -> list[str]:
+    """The text of each BEGIN/END SOLUTION region of ``source``."""
+    return ["\n".join(region) for region in _split_regions(source)[1]]
+
+
+CODE_STUB = "# YOUR CODE HERE"
+
+
+def student_source(cell: NotebookNode) -> str | None:
+    """A cell's source in the student edition, or None when the whole cell is left out.
+
+    As nbgrader reads the markers: a solution cell without regions is all solution, and so is one whose
+    every line is in a region; in other solution cells only the regions are solution. A region inside
+    other code becomes a ``# YOUR CODE HERE`` line (nbgrader's stub without its ``raise``, so the
+    notebook still runs); one inside Markdown is left out.
+    """
+    outside, regions = _split_regions(cell.source)
+    if not is_solution(cell):
+        if regions:
+            raise ValueError(f"a {BEGIN_SOLUTION} region in a cell not marked as a solution:\n{cell.source}")
+        return cell.source
+    if not regions or not "\n".join(outside).strip():
+        return None
+    kept: list[str] = []
+    inside = False
+    for line in cell.source.split("\n"):
+        if line.strip() == BEGIN_SOLUTION:
+            inside = True
+            if cell.cell_type == "code":
+                kept.append(line[:len(line) - len(line.lstrip())] + CODE_STUB)
+        elif line.strip() == END_SOLUTION:
+            inside = False
+        elif not inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def student_cell(cell: NotebookNode) -> NotebookNode | None:
+    """A copy of ``cell`` as the student edition has it (see `student_source`), or None.
+
+    A code cell whose solution was cut out loses its stored outputs (they are the solution's), and a
+    kept cell loses its nbgrader metadata: the student edition is not an nbgrader source.
+    """
+    source = student_source(cell)
+    if source is None:
+        return None
+    new = nbformat.from_dict(dict(cell))
+    new.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k != "nbgrader"})
+    if source != cell.source:
+        new.source = source
+        if new.cell_type == "code":
+            new.outputs = []
+            new.execution_count = None
+    return new
+
+
+def _in_gated_solution(nb: NotebookNode) -> list[str | None]:
+    """For each cell, the exercise label of the gated solution it belongs to, or None."""
+    labels: list[str | None] = []
+    current: str | None = None
+    for cell in nb.cells:
+        start = SOLUTION_START.search(cell.source) if cell.cell_type == "markdown" else None
+        if start:
+            current = start.group(1)
+        labels.append(current)
+        if cell.cell_type == "markdown" and SOLUTION_END.search(cell.source):
+            current = None
+    return labels
+
+
+def marker_problems(nb: NotebookNode, name: str = "") -> list[str]:
+    """What is missing or wrong in a chapter's solution markers (an empty list when they are right).
+
+    Every cell of a gated solution is marked, and a code cell among them is wrapped whole; a marked
+    cell outside them holds its solution in a region; grade ids are unique and valid for nbgrader.
+    """
+    problems = []
+    seen: set[str] = set()
+    for i, (cell, label) in enumerate(zip(nb.cells, _in_gated_solution(nb), strict=True)):
+        where = f"{name} cell {i}"
+        meta = cell.get("metadata", {}).get("nbgrader")
+        try:
+            regions = solution_regions(cell.source)
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if meta is not None:
+            grade_id = str(meta.get("grade_id", ""))
+            if not GRADE_ID.match(grade_id) or grade_id in seen:
+                problems.append(f"{where}: grade_id {grade_id!r} is missing, invalid or used twice")
+            seen.add(grade_id)
+            if cell.cell_type == "markdown" and meta.get("solution") and not meta.get("grade"):
+                problems.append(f"{where}: nbgrader refuses a Markdown solution cell that is not graded")
+        if label is not None:
+            if not is_solution(cell):
+                problems.append(f"{where} is part of the solution to {label} but not marked as a solution")
+            lines = cell.source.strip("\n").split("\n")
+            if cell.cell_type == "code" and (lines[0].strip() != BEGIN_SOLUTION
+                                             or lines[-1].strip() != END_SOLUTION):
+                problems.append(f"{where}: solution code must open with {BEGIN_SOLUTION!r} and end with "
+                                f"{END_SOLUTION!r}")
+        elif is_solution(cell) and not regions:
+            problems.append(f"{where} is marked as a solution but is outside every solution and has no "
+                            f"{BEGIN_SOLUTION!r} region")
+        elif regions and not is_solution(cell):
+            problems.append(f"{where} has a solution region but is not marked as a solution")
+    return problems
+
+
+def mark_solutions(nb: NotebookNode) -> NotebookNode:
+    """Add the missing markers to every gated solution of ``nb`` (in place; idempotent).
+
+    Cells of a gated solution get nbgrader metadata (grade ids ``<exercise label>-1``, ``-2``, ...)
+    and solution code is wrapped in BEGIN/END SOLUTION lines. A region inside another cell cannot be
+    found without its marker lines; that cell only gets its metadata (grade id ``<target>-answer``).
+    """
+    counts: dict[str, int] = {}
+    for i, (cell, label) in enumerate(zip(nb.cells, _in_gated_solution(nb), strict=True)):
+        if label is None:
+            if solution_regions(cell.source) and not is_solution(cell):
+                target = re.search(r"^\(([\w-]+)\)=\s*$", cell.source, re.M)
+                grade_id = f"{target.group(1) if target else f'cell-{i}'}-answer"
+                cell.metadata["nbgrader"] = nbgrader_metadata(grade_id, cell.cell_type)
+            continue
+        counts[label] = counts.get(label, 0) + 1
+        if cell.cell_type == "code":
+            if cell.source.lstrip().startswith("%%"):
+                raise ValueError(f"cell {i}: a cell magic must stay the first line; mark this cell by hand")
+            lines = cell.source.strip("\n").split("\n")
+            if lines[0].strip() != BEGIN_SOLUTION:
+                cell.source = f"{BEGIN_SOLUTION}\n{cell.source.strip(chr(10))}\n{END_SOLUTION}"
+        if not is_solution(cell):
+            cell.metadata["nbgrader"] = nbgrader_metadata(f"{label}-{counts[label]}", cell.cell_type)
+    return nb
+
+
 # --------------------------------------------------------------------------- one chapter
 def _glue_values(nb: NotebookNode) -> dict[str, str]:
     values = {}
@@ -504,9 +719,22 @@ def _first_heading(nb: NotebookNode) -> str:
     raise ValueError("a chapter has no heading")
 
 
+EDITIONS = ("notebook", "student")
+
+
 def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
-                   source: str, book_title: str) -> NotebookNode:
-    """The notebook edition of one chapter."""
+                   source: str, book_title: str, edition: str = "notebook") -> NotebookNode:
+    """One chapter as a notebook: the notebook edition, or with ``edition="student"`` the student one.
+
+    Both are made from the same list of cells, so the student edition is the notebook edition with its
+    solution cells left out (and a region of solution code inside other code replaced by a stub).
+    """
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {EDITIONS}; got {edition!r}")
+    problems = marker_problems(chapter.notebook, chapter.path.name)
+    if problems:
+        raise ValueError("the solutions' markers are incomplete (run `python book/_ext/notebook_edition.py "
+                         "--mark`, then check the diff):\n" + "\n".join(problems))
     r = Renderer(chapter, labels, bibliography)
     cells: list[NotebookNode] = [install_cell(source)]
     solution: dict[str, Any] | None = None
@@ -527,7 +755,9 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
             end = re.search(r"```\{solution-end\}\s*\n```", text)
             body_text = text[:end.start()] if end else text
             if solution is not None:
-                rendered = r.markdown(body_text)
+                r.in_solution = True
+                rendered = r.markdown(without_markers(body_text))
+                r.in_solution = False
                 if rendered:
                     solution["parts"].append(rendered)
                 if end:
@@ -537,20 +767,21 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
                     if rest:
                         cells.append(nbformat.v4.new_markdown_cell(rest))
                 continue
-            rendered = r.markdown(text)
-            if rendered:
-                cells.append(nbformat.v4.new_markdown_cell(rendered))
+            cells += _markdown_cells(r, cell)
             continue
         if cell.cell_type != "code":
             continue
-        code = without_glue(cell.source)
-        outputs = clean_outputs(cell.get("outputs", []))
         if solution is not None:
+            code = without_glue(without_markers(cell.source))
+            outputs = clean_outputs(cell.get("outputs", []))
             if code and not _only_comments(code):
                 solution["parts"].append(f"```python\n{code}\n```")
                 stem = f"{solution['label']}"
                 solution["parts"] += _output_markdown(outputs, stem, solution["attachments"])
             continue
+        # Solution code inside other code keeps its markers here (an nbgrader source; see student.py).
+        code = without_glue(cell.source)
+        outputs = clean_outputs(cell.get("outputs", []))
         if not code or (_only_comments(code) and not outputs):
             continue
         new = nbformat.v4.new_code_cell(code)
@@ -559,6 +790,8 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
             new.metadata["tags"] = list(tags)
         if "hide-cell" in tags or "hide-input" in tags:
             new.metadata["jupyter"] = {"source_hidden": True}
+        if is_solution(cell):
+            new.metadata["nbgrader"] = dict(cell.metadata["nbgrader"])
         cells.append(new)
     if solution is not None:
         raise ValueError(f"{chapter.path.name}: the solution to {solution['label']} never ends")
@@ -568,23 +801,52 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
     title, _, rest = cells[first].source.partition("\n")
     if not title.startswith("# "):
         raise ValueError(f"{chapter.path.name}: the first Markdown cell must open with the chapter title")
-    note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook. The numbers in the text were "
-            "computed by its code cells when the book was built. Run the cells in order, the first one "
-            "first.*")
+    if edition == "student":
+        note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook: the student edition, with the "
+                "exercises and without their solutions. The numbers in the text were computed by its code "
+                "cells when the book was built. Run the cells in order, the first one first.*")
+    else:
+        note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook. The numbers in the text were "
+                "computed by its code cells when the book was built. Run the cells in order, the first one "
+                "first.*")
     heading = nbformat.v4.new_markdown_cell(f"# {chapter.number}. {title[2:].strip()}\n\n{note}")
     body = [nbformat.v4.new_markdown_cell(rest.strip("\n"))] if rest.strip() else []
     cells[first:first + 1] = [heading, *body]
-    if r.cited:
-        lines = "\n".join(f"- {bibliography.reference(k)}" for k in r.cited)
+    cited = [k for k in r.cited if edition != "student" or k in r.cited_outside_solutions]
+    if cited:
+        lines = "\n".join(f"- {bibliography.reference(k)}" for k in cited)
         cells.append(nbformat.v4.new_markdown_cell(f"## References\n\n{lines}"))
     nb = nbformat.v4.new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
-        "attnbook": {"edition": "notebook", "source": f"book/{chapter.path.name}"},
+        "attnbook": {"edition": edition, "source": f"book/{chapter.path.name}"},
     })
     for i, c in enumerate(nb.cells):  # stable ids, so regenerating writes the same bytes
         c["id"] = f"{chapter.path.stem[:2]}-{i:03d}"
+    if edition == "student":  # the same cells, ids kept, less every solution
+        nb.cells = [kept for c in nb.cells if (kept := student_cell(c)) is not None]
     return nb
+
+
+def _markdown_cells(r: Renderer, cell: NotebookNode) -> list[NotebookNode]:
+    """A Markdown cell outside the gated solutions; a solution region inside it becomes its own cell.
+
+    The region (the "Answer" dropdown of a "Check by hand" box) closes the block it sits in, so the
+    cell after it reads the same; as a cell of its own it is an nbgrader answer cell.
+    """
+    outside, regions = _split_regions(cell.source)
+    cells = []
+    rendered = r.markdown("\n".join(outside))
+    if rendered:
+        cells.append(nbformat.v4.new_markdown_cell(rendered))
+    for k, region in enumerate(regions, start=1):
+        r.in_solution = True
+        answer = nbformat.v4.new_markdown_cell(r.markdown("\n".join(region)))
+        r.in_solution = False
+        grade_id = cell.metadata["nbgrader"]["grade_id"] + (f"-{k}" if len(regions) > 1 else "")
+        answer.metadata["nbgrader"] = nbgrader_metadata(grade_id, "markdown", points=1)
+        cells.append(answer)
+    return cells
 
 
 def _names(tree: ast.AST, kind: type) -> set[str]:
@@ -628,6 +890,7 @@ def _solution_cell(solution: dict[str, Any]) -> NotebookNode:
         f"<details>\n<summary>{solution['title']}</summary>\n\n{body}\n\n</details>"
     )
     cell.metadata["tags"] = ["solution"]
+    cell.metadata["nbgrader"] = nbgrader_metadata(solution["label"], "markdown", points=1)
     if solution["attachments"]:
         cell["attachments"] = solution["attachments"]
     return cell
@@ -651,8 +914,8 @@ def load_pages(root: Path = ROOT) -> list[Chapter]:
     return pages
 
 
-def build(root: Path = ROOT) -> dict[str, NotebookNode]:
-    """Every chapter's notebook edition, by file name (not written)."""
+def build(root: Path = ROOT, edition: str = "notebook") -> dict[str, NotebookNode]:
+    """Every chapter's notebook edition (or student edition), by file name (not written)."""
     import attnlib
 
     pages = load_pages(root)
@@ -661,7 +924,20 @@ def build(root: Path = ROOT) -> dict[str, NotebookNode]:
     bibliography = Bibliography.load(root / "book" / "references.bib")
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     source = install_source(Repository.from_config(root), attnlib.__version__)
-    return {c.path.name: render_chapter(c, labels, bibliography, source, config["title"]) for c in chapters}
+    return {c.path.name: render_chapter(c, labels, bibliography, source, config["title"], edition)
+            for c in chapters}
+
+
+def mark_chapters(root: Path = ROOT) -> list[str]:
+    """Add the missing solution markers to every chapter (`mark_solutions`); the names of those changed."""
+    changed = []
+    for path in sorted((root / "book").glob("[0-9]*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        nb = mark_solutions(nbformat.read(path, as_version=4))
+        if serialise(nb) != text:
+            path.write_text(serialise(nb), encoding="utf-8")
+            changed.append(path.name)
+    return changed
 
 
 def serialise(nb: NotebookNode) -> str:
@@ -672,7 +948,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="write nothing; fail if the committed edition differs from the chapters")
+    parser.add_argument("--mark", action="store_true",
+                        help="add the nbgrader markers the chapters' solutions lack (metadata and comment "
+                             "lines only), then stop")
     args = parser.parse_args(argv)
+    if args.mark:
+        changed = mark_chapters(ROOT)
+        print(f"Marked the solutions of {len(changed)} chapters: {', '.join(changed) or 'none needed it'}.")
+        return 0
     out = ROOT / OUT_DIR
     edition = build(ROOT)
     stale = [name for name, nb in edition.items()

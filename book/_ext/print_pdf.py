@@ -204,12 +204,14 @@ SHOW_SOLUTIONS_JS = f"""
 }})();
 """
 
-# The student edition: no solution, no trace of the section that held them.
+# The student edition: no solution (nor an in-text answer, class attnlib-answer), no trace of the
+# section that held them.
 STRIP_SOLUTIONS_JS = f"""
 () => {{
-  document.querySelectorAll('section.attnlib-pdf-solutions, div.solution').forEach(e => e.remove());
+  document.querySelectorAll('section.attnlib-pdf-solutions, div.solution, .attnlib-answer')
+    .forEach(e => e.remove());
   document.documentElement.classList.remove('{WITH_SOLUTIONS_CLASS}');
-  return document.querySelectorAll('.solution').length;
+  return document.querySelectorAll('.solution, .attnlib-answer').length;
 }}
 """
 

@@ -1,0 +1,932 @@
+"""The self-check quizzes (book/quizzes/*.yml, book/_ext/quiz.py): their rules, their numbers, their HTML.
+
+* Every chapter has a quiz and every quiz file parses: 3 to 6 questions, each option with an
+  explanation, exactly one right option for a ``single`` question.
+* Every number a question shows is recomputed here with attnlib (or NumPy where the question is about
+  NumPy itself): the verifier of each question returns, for every number in its text, options and
+  explanations, the value it computes, and the test fails if a shown number is not covered, if a
+  covered number is not shown (a stale verifier), or if the shown number is not the computed value
+  rounded as shown. Where the right options can be computed, the verifier computes them too, and a
+  numeric question's right answer and every known wrong answer (the classic misconceptions) are
+  recomputed exactly and must be classified as such by ``Question.matches``, the rule quiz.js uses.
+* Malformed files stop with a QuizError that names the file and the question; the Sphinx directive
+  turns it into a failed build (a tiny Sphinx project is built in a temporary directory).
+* The HTML escapes everything that is not markup, gives every input a label and every question one
+  live region; the Markdown for the notebook edition lists the questions with the answers in
+  ``<details>``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import attnlib
+from attnlib import softmax
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BOOK = REPO_ROOT / "book"
+sys.path.insert(0, str(BOOK / "_ext"))
+import quiz  # noqa: E402  (a local Sphinx extension, not a package)
+
+QUIZ_DIR = BOOK / "quizzes"
+CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9][0-9]_*.ipynb"))
+QUIZ_FILES = sorted(QUIZ_DIR.glob("*.yml"))
+
+# A number as a reader sees it: digits not glued to a word or a subscript (d_k, W_Q, float32, k_1).
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+
+
+# --------------------------------------------------------------------------- what a verifier returns
+@dataclass
+class Verified:
+    """What a question's computation found.
+
+    numbers: every number the question shows (as written) -> the value computed for it.
+    correct: the letters of the right options, when the computation decides them.
+    answer, wrong: a numeric question's exact answer and the exact value of each known wrong answer.
+    """
+
+    numbers: dict[str, float] = field(default_factory=dict)
+    correct: set[str] | None = None
+    answer: float | None = None
+    wrong: list[float] | None = None
+
+
+VERIFIERS: dict[tuple[str, str], Callable[[], Verified]] = {}
+
+
+def verifies(stem: str, qid: str) -> Callable[[Callable[[], Verified]], Callable[[], Verified]]:
+    def register(fn: Callable[[], Verified]) -> Callable[[], Verified]:
+        VERIFIERS[(stem, qid)] = fn
+        return fn
+
+    return register
+
+
+def given(*values: float) -> dict[str, float]:
+    """Inputs a question states (sizes, indices): shown as written, so they map to themselves."""
+    return {quiz._number_text(v): float(v) for v in values}
+
+
+def letters(flags: list[bool]) -> set[str]:
+    return {quiz.LETTERS[i] for i, f in enumerate(flags) if f}
+
+
+def fails(fn: Callable[[], object]) -> bool:
+    try:
+        fn()
+    except ValueError:
+        return True
+    return False
+
+
+RNG_SEED = 0
+
+
+# --------------------------------------------------------------------------- chapter 1
+@verifies("01_why_attention", "bottleneck")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    d_in, d_s, n = 4, 16, 500
+    W_x = rng.normal(size=(d_in, d_s))
+    W_s = rng.normal(size=(d_s, d_s)) / np.sqrt(d_s)
+    states = attnlib.rnn_states(rng.normal(size=(n, d_in)), W_x, W_s)  # (n, d_s)
+    last = states[-1].size  # what the basic decoder receives
+    return Verified(
+        numbers={**given(1, d_in, n), "16": last, "8000": states.size, "2000": n * d_in},
+        correct=letters([x == last for x in (d_s, n, states.size, n * d_in)]),
+    )
+
+
+@verifies("01_why_attention", "path-length")
+def _() -> Verified:
+    n = 1024
+    steps = attnlib.sequential_steps(n, "attention")
+    hops = attnlib.max_path_length(n, "attention")
+    rec = (attnlib.sequential_steps(n, "recurrent"), attnlib.max_path_length(n, "recurrent"))
+    options = [(1, 1), rec, (1, 1024), (10, 10)]
+    return Verified(
+        numbers={**given(0, 1, 2, n), "10": math.log2(n)},
+        correct=letters([o == (steps, hops) for o in options]),
+    )
+
+
+def _margin_weight(margin: float, n: int) -> float:
+    return float(softmax(np.r_[margin, np.zeros(n - 1)])[0])
+
+
+@verifies("01_why_attention", "margin-weight")
+def _() -> Verified:
+    raw, n, d_k = 8.0, 10, 16
+    right = _margin_weight(raw / np.sqrt(d_k), n)
+    wrong = [_margin_weight(raw, n), _margin_weight(raw / d_k, n), _margin_weight(raw / np.sqrt(n), n),
+             float(np.exp(raw / np.sqrt(d_k)))]
+    return Verified(
+        numbers={**given(0, 1, 3, 8, 9, 10, 16), "2": raw / np.sqrt(d_k), "0.5": raw / d_k,
+                 "4": np.sqrt(d_k), "0.451": right, "0.997": wrong[0], "0.155": wrong[1],
+                 "0.582": wrong[2], "7.389": wrong[3]},
+        answer=right, wrong=wrong,
+    )
+
+
+@verifies("01_why_attention", "additive-vs-dot")
+def _() -> Verified:
+    costs = attnlib.score_costs(n_q=1024, n_k=1024, d_k=64, d_a=64)
+    ratio = costs.additive.flops / costs.dot_product.flops
+    assert costs.dot_product.tanhs == 0 < costs.additive.tanhs, "only the additive score has tanh"
+    # widths may differ: additive scores of 2 queries of width 6 against keys of width 4
+    rng = np.random.default_rng(RNG_SEED)
+    ex = attnlib.cat_sat_on_mat()
+    S = attnlib.additive_scores(rng.normal(size=(2, 6)), ex.K, rng.normal(size=(6, 3)),
+                                rng.normal(size=(ex.d_k, 3)), rng.normal(size=3))
+    assert S.shape == (2, ex.n)
+    return Verified(
+        numbers={**given(1024, 64, 2, 3), "1.63": ratio},
+        correct=letters([
+            S.shape == (2, ex.n),  # queries of width 6, keys of width 4
+            ratio > 1,
+            costs.additive.largest_intermediate == costs.dot_product.largest_intermediate,  # one matmul?
+            costs.additive.tanhs == 0,
+        ]),
+    )
+
+
+@verifies("01_why_attention", "gating")
+def _() -> Verified:
+    return Verified(numbers=given(1))
+
+
+# --------------------------------------------------------------------------- chapter 2
+@verifies("02_qkv", "output-shape")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    X = rng.normal(size=(5, 8))
+    W_Q, W_K, W_V = rng.normal(size=(8, 4)), rng.normal(size=(8, 4)), rng.normal(size=(8, 6))
+    out, w = attnlib.scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, return_weights=True)
+    options = [(5, 6), (5, 5), (5, 4), None]
+    assert w.shape == (5, 5)
+    return Verified(numbers=given(4, 5, 6, 8), correct=letters([o == out.shape for o in options]))
+
+
+@verifies("02_qkv", "transpose")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    Q, K = rng.normal(size=(3, 4)), rng.normal(size=(5, 4))
+    scores = np.array([[q @ k for k in K] for q in Q])  # entry (i, j) is q_i · k_j, one row per query
+    assert fails(lambda: Q @ K)
+    candidates = [Q @ K.T, None, K @ Q.T]
+    return Verified(
+        numbers=given(3, 4, 5),
+        correct=letters([c is not None and c.shape == scores.shape and np.allclose(c, scores)
+                         for c in candidates]),
+    )
+
+
+@verifies("02_qkv", "length-and-angle")
+def _() -> Verified:
+    q = np.array([1.0, 1.0])
+    K = np.array([[2.0, 0.0], [0.6, 0.6]])
+    dots = K @ q
+    cos = dots / (np.linalg.norm(K, axis=1) * np.linalg.norm(q))
+    _, w = attnlib.scaled_dot_product_attention(q[None], K, K, return_weights=True)
+    assert cos[1] > cos[0], "k_2 points along q: the cosine prefers it"
+    return Verified(
+        numbers={**given(0, 1, 2, 0.6), "45": np.degrees(np.arccos(cos[0])), "1.2": dots[1],
+                 "0.64": w[0, 0]},
+        correct=letters([w[0, 0] > w[0, 1], w[0, 1] > w[0, 0], bool(np.isclose(w[0, 0], w[0, 1]))]),
+    )
+
+
+@verifies("02_qkv", "shared-dimensions")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    sdpa = attnlib.scaled_dot_product_attention
+    Q, K, V = rng.normal(size=(2, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 6))
+    _, w = sdpa(Q, K, V, return_weights=True)  # d_v != d_k and n_q != n_k are fine
+    assert w.shape == (2, 5)
+    must_agree = [
+        fails(lambda: sdpa(Q, rng.normal(size=(5, 3)), V)),  # widths of Q and K
+        fails(lambda: sdpa(Q, K, rng.normal(size=(4, 6)))),  # rows of K and V
+        fails(lambda: sdpa(Q, K, rng.normal(size=(5, 7)))),  # width of V (not that of K)
+        fails(lambda: sdpa(rng.normal(size=(3, 4)), K, V)),  # number of queries
+    ]
+    return Verified(numbers=given(2, 5), correct=letters(must_agree))
+
+
+@verifies("02_qkv", "cat-sits-weight")
+def _() -> Verified:
+    cs = attnlib.cat_sits()
+    assert np.array_equal(cs.Q, np.eye(2)) and cs.K.tolist() == [[2, 1], [1, 1]] and cs.d_k == 2
+    _, w = attnlib.scaled_dot_product_attention(cs.Q, cs.K, cs.V, return_weights=True)
+    raw = cs.Q[0] @ cs.K.T  # (2,)
+    right = float(w[0, 0])
+    wrong = [float(softmax(raw)[0]), float(softmax(raw / cs.d_k)[0]), float(np.exp(raw[0] / np.sqrt(2)))]
+    assert np.isclose(right, 1 / (1 + np.exp(-1 / np.sqrt(2))))
+    return Verified(
+        numbers={**given(0, 1, 2, 4), "0.6698": right, "0.7311": wrong[0], "0.6225": wrong[1],
+                 "4.1133": wrong[2]},
+        answer=right, wrong=wrong,
+    )
+
+
+@verifies("02_qkv", "asymmetric-scores")
+def _() -> Verified:
+    abc = attnlib.abc()
+    S = abc.Q @ abc.K.T
+    return Verified(numbers={"0.3": S[0, 1], "0.5": S[1, 0]},
+                    correct=letters([not np.allclose(S, S.T), False, False]))
+
+
+# --------------------------------------------------------------------------- chapter 3
+@verifies("03_scaling", "variance")
+def _() -> Verified:
+    d_k = 64
+    exact = attnlib.dot_product_variance(d_k)
+    samples = attnlib.dot_product_samples(d_k, 20_000, np.random.default_rng(RNG_SEED))
+    est = attnlib.variance_with_ci(samples)
+    assert est.low <= exact <= est.high, est
+    for wrong in (np.sqrt(d_k), 1, d_k**2):
+        assert not est.low <= wrong <= est.high
+    return Verified(
+        numbers={**given(0, 1, 2), "64": exact, "8": np.sqrt(d_k), "4096": d_k**2},
+        answer=exact, wrong=[np.sqrt(d_k), 1.0, float(d_k**2)],
+    )
+
+
+@verifies("03_scaling", "which-factor")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    found = []
+    for d_k in (16, 64, 256):
+        s = attnlib.dot_product_samples(d_k, 20_000, rng)
+        found.append([np.var(s / np.sqrt(d_k)), np.var(s / d_k), np.var(s / np.sqrt(1000))])
+    found = np.array(found)  # (widths, rules)
+    unit = np.all(np.abs(found - 1) < 0.05, axis=0)  # variance 1 at every width
+    assert np.allclose(found[:, 1] * [16, 64, 256], 1, atol=0.05), "1/d_k gives variance 1/d_k"
+    # the softmax is not blind to the size of the scores: large ones make a row nearly one-hot
+    row = np.array([1.0, 0.8, 0.5, 0.2])
+    assert softmax(20 * row).max() > 0.98 > softmax(row).max()
+    return Verified(numbers={**given(1, 2), "64": 64, "8": np.sqrt(64)},
+                    correct=letters([*unit.tolist(), False]))
+
+
+@verifies("03_scaling", "saturated-gradient")
+def _() -> Verified:
+    row = np.array([1, 0.8, 0.5, 0.2])
+    p = softmax(20 * row)
+    J = attnlib.softmax_jacobian(p)
+    bound = 1 - p.max()
+    assert np.abs(J).max() <= bound
+    winner = int(p.argmax())
+    assert J[winner, winner] <= bound, "the winner's own entry is small too"
+    return Verified(
+        numbers={**given(0.2, 0.5, 0.8, 1, 20), "0.9820": p.max(), "0.0180": bound,
+                 "0.4333": attnlib.jacobian_norm(softmax(row)), "0.0353": attnlib.jacobian_norm(p)},
+        correct={"A"},
+    )
+
+
+@verifies("03_scaling", "mup")
+def _() -> Verified:
+    # Correlated pairs: q·k of a matching pair grows like d_k, of an unrelated pair like √d_k.
+    rng = np.random.default_rng(RNG_SEED)
+    for d_k in (64, 1024):
+        q = rng.normal(size=(2000, d_k))
+        k_match = q + rng.normal(size=q.shape)  # training has correlated them
+        k_other = rng.normal(size=q.shape)
+        match = np.einsum("nd,nd->n", q, k_match)
+        other = np.einsum("nd,nd->n", q, k_other)
+        assert abs(match.mean() / d_k - 1) < 0.05 and abs(other.std() / np.sqrt(d_k) - 1) < 0.05
+    return Verified(numbers=given(1))
+
+
+@verifies("03_scaling", "training")
+def _() -> Verified:
+    # The change of variables behind the third option: unscaled scores of (W_Q, W_K) equal the scaled
+    # scores of (c W_Q, c W_K) with c = d_k^(1/4), so c² = √d_k multiplies the learning rate.
+    rng = np.random.default_rng(RNG_SEED)
+    d_k = 128
+    X = rng.normal(size=(6, d_k))
+    W_Q, W_K = attnlib.xavier_uniform(d_k, d_k, rng), attnlib.xavier_uniform(d_k, d_k, rng)
+    c = d_k ** (1 / 4)
+    unscaled = (X @ W_Q) @ (X @ W_K).T
+    scaled = (X @ (c * W_Q)) @ (X @ (c * W_K)).T / np.sqrt(d_k)
+    assert np.allclose(unscaled, scaled) and np.isclose(c**2, np.sqrt(d_k))
+    return Verified(numbers=given(1, 4))
+
+
+@verifies("03_scaling", "confidence-interval")
+def _() -> Verified:
+    # 95% intervals of the variance miss d_k in about one run in 20 (binomial band over 400 runs).
+    rng = np.random.default_rng(RNG_SEED)
+    d_k, runs = 16, 400
+    misses = 0
+    for _ in range(runs):
+        est = attnlib.variance_with_ci(attnlib.dot_product_samples(d_k, 2000, rng), confidence=0.95)
+        misses += not est.low <= d_k <= est.high
+    rate = misses / runs
+    assert 0.02 < rate < 0.09, rate
+    return Verified(numbers={"95": 95, "20": 1 / (1 - 0.95)}, correct={"A"})
+
+
+# --------------------------------------------------------------------------- chapter 4
+def _cat_row() -> tuple[attnlib.Example, np.ndarray]:
+    ex = attnlib.cat_sat_on_mat()
+    return ex, ex.Q[0] @ ex.K.T  # raw scores of "The", (n_k,)
+
+
+@verifies("04_worked_examples", "one-weight")
+def _() -> Verified:
+    ex, raw = _cat_row()
+    _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
+    right = float(w[0, 1])
+    wrong = [float(softmax(raw)[1]), float(softmax(raw / ex.d_k)[1]),
+             float(softmax(raw / np.sqrt(ex.n))[1]), float(np.exp(raw[1] / np.sqrt(ex.d_k)))]
+    assert np.isclose(right, np.exp(1) / (np.exp(0) + np.exp(1) + 2 * np.exp(0.5) + np.exp(0.75)))
+    scaled = raw / np.sqrt(ex.d_k)
+    assert raw.tolist() == [0, 2, 1, 1, 1.5] and scaled.tolist() == [0, 1, 0.5, 0.5, 0.75]
+    return Verified(
+        numbers={**given(0, 1, 1.5, 2, 0.5, 0.75, ex.d_k, ex.n), "0.2976": right, "0.4036": wrong[0],
+                 "0.2471": wrong[1], "0.2868": wrong[2], "2.7183": wrong[3]},
+        answer=right, wrong=wrong,
+    )
+
+
+@verifies("04_worked_examples", "what-changes-weights")
+def _() -> Verified:
+    _, raw = _cat_row()
+    base = softmax(raw / 2)
+    changes = [raw / 2 + 3.7, raw / 2 - (raw / 2).max(), 2 * raw / 2, raw / 2 + 10 * (np.arange(5) == 1)]
+    same = [bool(np.allclose(softmax(s), base)) for s in changes]
+    w = softmax(changes[3])
+    assert np.isclose((w[1] / w[0]) / (base[1] / base[0]), np.exp(10))
+    return Verified(numbers=given(0, 2, 10), correct=letters(same))
+
+
+@verifies("04_worked_examples", "weight-ratio")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    row = rng.normal(size=6)
+    row[3] = row[1] + 1.5  # two scaled scores 1.5 apart, whatever the others
+    w = softmax(row)
+    ratio = float(w[3] / w[1])
+    return Verified(numbers={**given(1.5, 2), "4.48": ratio, "0.22": 1 / ratio},
+                    answer=ratio, wrong=[1.5, 1 / ratio])
+
+
+@verifies("04_worked_examples", "wrong-axis")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    S = ex.Q @ ex.K.T / np.sqrt(ex.d_k)
+    by_column = softmax(S, axis=0)  # the mistake: normalised over the queries
+    sums = by_column.sum(axis=1)
+    assert np.allclose(by_column.sum(axis=0), 1)
+    # the other mistakes keep the rows summing to 1
+    _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
+    for rows in (softmax(ex.Q @ ex.K.T), attnlib.naive_softmax(S), w):
+        assert np.allclose(rows.sum(axis=1), 1)
+    return Verified(numbers={**given(1, 5), "0.90": sums.min(), "1.13": sums.max()}, correct={"A"})
+
+
+@verifies("04_worked_examples", "reading-weights")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
+    cat, the = ex.tokens.index("cat"), ex.tokens.index("The")
+    assert w[cat].argmax() == the
+    return Verified(numbers={}, correct={"A"})
+
+
+# --------------------------------------------------------------------------- chapter 5
+@verifies("05_implementation", "batched-shape")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    Q, K, V = (rng.normal(size=s) for s in ((2, 8, 10, 16), (2, 8, 12, 16), (2, 8, 12, 32)))
+    out, w = attnlib.scaled_dot_product_attention(Q, K, V, return_weights=True)
+    assert w.shape == (2, 8, 10, 12)
+    options = [(2, 8, 10, 32), (2, 8, 10, 12), (2, 8, 12, 32), None]
+    return Verified(numbers=given(2, 8, 10, 12, 16, 32), correct=letters([o == out.shape for o in options]))
+
+
+@verifies("05_implementation", "overflow")
+def _() -> Verified:
+    s = np.array([1000.0, 999.0, 0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = np.exp(s) / np.exp(s).sum()
+    stable = attnlib.softmax(s)
+    assert np.isnan(naive[:2]).all() and naive[2] == 0
+    options = [[np.nan, np.nan, 0.0], [0.7311, 0.2689, 0.0], [1.0, 0.0, 0.0], None]
+    return Verified(
+        numbers={**given(0, 1), "1000.0": s[0], "999.0": s[1], "0.0": s[2], "1000": s[0], "999": s[1],
+                 "709.78": np.log(np.finfo(np.float64).max), "0.7311": stable[0], "0.2689": stable[1]},
+        correct=letters([o is not None and np.allclose(naive, o, equal_nan=True, atol=0) for o in options]),
+    )
+
+
+@verifies("05_implementation", "boolean-mask")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    keep = np.ones((5, 5), dtype=bool)
+    keep[:, 3] = False
+    _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, keep, return_weights=True)
+    assert (w[:, 3] == 0).all() and (w[:, [0, 1, 2, 4]] > 0).all() and np.allclose(w.sum(-1), 1)
+    _, w_float = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, np.where(keep, 0.0, -np.inf),
+                                                      return_weights=True)
+    assert np.array_equal(w, w_float), "a float mask is added to the scores"
+    return Verified(numbers=given(0, 1), correct={"A"})
+
+
+@verifies("05_implementation", "empty-row")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    keep = np.ones((5, 5), dtype=bool)
+    keep[2] = False  # "sat" may attend to nothing
+    out, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, keep, return_weights=True)
+    with np.errstate(invalid="ignore"):
+        naive = attnlib.naive_softmax(np.where(keep[2], ex.Q[2] @ ex.K.T / 2, -np.inf))
+    assert np.isnan(naive).all()
+    return Verified(numbers=given(0),
+                    correct=letters([bool((w[2] == 0).all() and (out[2] == 0).all()), False, False]))
+
+
+@verifies("05_implementation", "scale-queries")
+def _() -> Verified:
+    n, d_k = 1024, 64
+    counts = attnlib.flop_counts(n, n, d_k, d_k)
+    scale_scores = next(s for s in counts.stages if s.name == "scale").multiplies  # the textbook order
+    on_q = n * d_k
+    return Verified(
+        numbers={**given(1, 1024, 64), "65536": on_q, "1048576": scale_scores, "16": scale_scores / on_q},
+        answer=on_q, wrong=[scale_scores, d_k],
+    )
+
+
+# --------------------------------------------------------------------------- chapter 6
+@verifies("06_complexity", "score-memory")
+def _() -> Verified:
+    n, d = 4096, 64
+    mib = 2**20
+    stages = attnlib.memory_bytes(n, n, d, d, np.float32).stages
+    arrays = dict(next(s for s in stages if s.name == "softmax").arrays)
+    nbytes = math.prod(arrays["A"]) * 4  # float32
+    q_bytes = math.prod(arrays["Q"]) * 4
+    assert nbytes == 2**26
+    big = dict(next(s for s in attnlib.memory_bytes(2 * n, 2 * n, d, d, np.float32).stages
+                    if s.name == "softmax").arrays)
+    assert math.prod(big["A"]) == 4 * math.prod(arrays["A"]), "four times as much at twice the length"
+    return Verified(
+        numbers={**given(1, 2, 20, 26, 4096, 4), "64": nbytes / mib, "8192": 2 * n,
+                 "128": nbytes * 2 / mib, "16": nbytes / 4 / mib, "8": 8},
+        answer=nbytes / mib, wrong=[nbytes * 2 / mib, nbytes / 4 / mib, q_bytes / mib],
+    )
+
+
+@verifies("06_complexity", "doubling-n")
+def _() -> Verified:
+    small, big = attnlib.flop_counts(4096, 4096, 64, 64), attnlib.flop_counts(8192, 8192, 64, 64)
+    ratio = big.flops / small.flops
+    n, d = 4096, 64
+    assert small.flops == (4 * d + 4) * n**2 - (d + 2) * n
+    return Verified(
+        numbers={**given(2, 4, 64, 4096, 8192, 8), "4.00": ratio},
+        correct=letters([abs(ratio - r) == min(abs(ratio - x) for x in (4, 2, 8)) for r in (4, 2, 8)]),
+    )
+
+
+def _online(rescale: Callable[[float, float], float] | None, restart: bool = False) -> np.ndarray:
+    """One row of 8 keys in blocks of 3, with the earlier sums rescaled by ``rescale(m, m_new)``."""
+    rng = np.random.default_rng(40)
+    s, v = rng.standard_normal(8), rng.standard_normal((8, 2))
+    m, ell, a = -np.inf, 0.0, np.zeros(2)
+    for j0 in range(0, 8, 3):
+        s_b, v_b = s[j0:j0 + 3], v[j0:j0 + 3]
+        m_new = max(m, s_b.max())
+        corr = 0.0 if restart or m == -np.inf else (rescale(m, m_new) if rescale else 1.0)
+        e = np.exp(s_b - m_new)
+        ell, a, m = corr * ell + e.sum(), corr * a + e @ v_b, m_new
+    return a / ell
+
+
+@verifies("06_complexity", "online-softmax")
+def _() -> Verified:
+    rng = np.random.default_rng(40)
+    s, v = rng.standard_normal(8), rng.standard_normal((8, 2))
+    direct = softmax(s) @ v
+    results = [_online(lambda m, m2: np.exp(m - m2)), _online(lambda m, m2: np.exp(m2 - m)), _online(None),
+               _online(None, restart=True)]
+    return Verified(numbers=given(2), correct=letters([bool(np.allclose(r, direct)) for r in results]))
+
+
+@verifies("06_complexity", "tiled-attention")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    Q, K, V = rng.normal(size=(3, 256, 16))
+    tiled = attnlib.tiled_attention(Q, K, V, block_q=32, block_k=32)
+    direct = attnlib.scaled_dot_product_attention(Q, K, V)
+    same = bool(np.allclose(tiled, direct, rtol=0, atol=1e-12))
+    costs = {c.name: c for c in attnlib.attention_variant_costs(256, 16, window=32, block=32, features=16)}
+    less_memory = costs["tiled"].memory_scores < costs["full"].memory_scores
+    fewer = costs["tiled"].multiply_adds < costs["full"].multiply_adds
+    return Verified(numbers=given(2), correct=letters([less_memory, same, not costs["tiled"].exact, fewer]))
+
+
+@verifies("06_complexity", "kv-cache")
+def _() -> Verified:
+    m = 100
+    cost = attnlib.decode_cost(m, 64, 64)
+    return Verified(
+        numbers={**given(1, 2, 3, m), "67": cost.saving, "50.5": (m + 1) / 2, "34": (m + 2) / 3},
+        answer=cost.saving, wrong=[float(m), (m + 1) / 2, (m + 2) / 3],
+    )
+
+
+# --------------------------------------------------------------------------- chapter 7
+@verifies("07_beyond", "causal-keys")
+def _() -> Verified:
+    allowed = set(np.flatnonzero(attnlib.causal_mask(5)[2]).tolist())
+    options = [{0, 1, 2}, {2, 3, 4}, {0, 1}, {0, 1, 2, 3}]
+    return Verified(numbers=given(0, 1, 2, 3, 4, 5), correct=letters([o == allowed for o in options]))
+
+
+@verifies("07_beyond", "causal-weight")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    _, full = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
+    _, causal = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, is_causal=True, return_weights=True)
+    row = full[2]
+    right = float(causal[2, 0])
+    assert np.isclose(right, row[0] / row[:3].sum())
+    shown = np.round(row, 4)
+    assert np.isclose(shown[0] / shown[:3].sum(), right, atol=5e-5), "the hand computation from the shown row"
+    numbers = {f"{x:.4f}": float(x) for x in row}
+    wrong = [float(row[0]), float(row[0] / row[:2].sum()), float(row[0] / row[:4].sum())]
+    return Verified(
+        numbers={**numbers, **given(1, 4), "0.2327": right, "0.6530": row[:3].sum(), "0.3775": wrong[1],
+                 "0.1888": wrong[2]},
+        answer=right, wrong=wrong,
+    )
+
+
+@verifies("07_beyond", "head-scale")
+def _() -> Verified:
+    d_model, H = 512, 8
+    mha = attnlib.MultiHeadAttention(d_model, H, np.random.default_rng(RNG_SEED))
+    d_head = mha.d_head
+    X = np.random.default_rng(1).normal(size=(400, d_model))  # unit-variance inputs
+    Qh = (X @ mha.W_Q).reshape(400, H, d_head)[:, 0]  # head 0, (n, d_head)
+    Kh = (X @ mha.W_K).reshape(400, H, d_head)[:, 0]
+    raw_var = np.var(Qh @ Kh.T)
+    assert 0.8 * d_head < raw_var < 1.25 * d_head, raw_var  # about d_head at initialisation
+    return Verified(
+        numbers={**given(512, 1), "8": np.sqrt(d_head), "64": d_head, "22.63": np.sqrt(d_model)},
+        correct=letters([True, False, False, False]) if H == 8 and d_head == 64 else None,
+    )
+
+
+@verifies("07_beyond", "permutation")
+def _() -> Verified:
+    rng = np.random.default_rng(RNG_SEED)
+    mha = attnlib.MultiHeadAttention(8, 2, rng)
+    X = rng.normal(size=(5, 8))
+    perm = np.array([3, 1, 2, 0, 4])  # swap tokens 0 and 3
+    out = mha(X).output
+    out_p = mha(X[perm]).output
+    swapped = bool(np.allclose(out_p, out[perm]))
+    unchanged = bool(np.allclose(out_p, out))
+    return Verified(numbers=given(0, 3), correct=letters([swapped, unchanged, not swapped]))
+
+
+@verifies("07_beyond", "padded-queries")
+def _() -> Verified:
+    ex = attnlib.cat_sat_on_mat()
+    Q, K, V = (np.stack([a, a]) for a in (ex.Q, ex.K, ex.V))
+    for arr in (Q, K, V):
+        arr[1, 3:] = 0.0
+    mask = attnlib.padding_mask([5, 3], 5)
+    assert mask.shape == (2, 1, 5)
+    _, w = attnlib.scaled_dot_product_attention(Q, K, V, attn_mask=mask, return_weights=True)
+    padded = w[1, 3:]  # (2, n_k)
+    finite = bool(np.isfinite(padded).all() and (padded[:, :3] > 0).all())
+    assert np.allclose(padded[:, :3], 1 / 3) and (padded[:, 3:] == 0).all()
+    return Verified(numbers=given(1, 2, 3, 5),
+                    correct=letters([finite, bool((padded == 0).all()), bool(np.isnan(padded).any())]))
+
+
+@verifies("07_beyond", "exact-variants")
+def _() -> Verified:
+    costs = {c.name: c for c in attnlib.attention_variant_costs(1024, 64, window=64, block=32, features=64)}
+    names = ["tiled", "sliding_window", "linear", "sparse_fixed"]
+    return Verified(numbers=given(2), correct=letters([costs[n].exact for n in names]))
+
+
+# --------------------------------------------------------------------------- the checks
+def _load(path: Path) -> quiz.Quiz:
+    return quiz.load_quiz(path)
+
+
+def _shown_numbers(question: quiz.Question) -> set[str]:
+    texts = [question.text, question.explanation, question.otherwise]
+    texts += [o.text for o in question.options] + [o.explanation for o in question.options]
+    texts += [w.explanation for w in question.wrong]
+    found = {m.group() for t in texts for m in NUMBER.finditer(t)}
+    if question.kind == "numeric":
+        found |= {quiz._number_text(question.answer)} | {quiz._number_text(w.value) for w in question.wrong}
+    return found
+
+
+def _rounds_to(shown: str, value: float) -> bool:
+    decimals = len(shown.split(".")[1]) if "." in shown else 0
+    return abs(float(value) - float(shown)) <= 0.5 * 10.0**-decimals + 1e-9
+
+
+def test_every_chapter_has_a_quiz_and_every_quiz_a_chapter() -> None:
+    assert len(CHAPTERS) == 7, CHAPTERS
+    assert [p.stem for p in QUIZ_FILES] == CHAPTERS
+
+
+@pytest.mark.parametrize("path", QUIZ_FILES, ids=lambda p: p.stem)
+def test_quiz_file_follows_the_rules(path: Path) -> None:
+    q = _load(path)
+    assert quiz.MIN_QUESTIONS <= len(q.questions) <= quiz.MAX_QUESTIONS == 6 and quiz.MIN_QUESTIONS == 3
+    for question in q.questions:
+        assert question.targets.strip() and question.text.strip()
+        if question.kind == "numeric":
+            assert question.explanation and question.otherwise and question.tolerance > 0
+            assert all(w.explanation for w in question.wrong)
+        else:
+            assert all(o.explanation.strip() for o in question.options), question.id
+            n_right = sum(o.correct for o in question.options)
+            assert n_right == 1 if question.kind == "single" else 1 <= n_right < len(question.options)
+
+
+def _number_problems(stem: str, question: quiz.Question) -> list[str]:
+    """What is wrong with the numbers of one question (empty when everything is computed and right)."""
+    key = (stem, question.id)
+    if key not in VERIFIERS:
+        return ["no verifier in tests/test_quiz.py"]
+    verified = VERIFIERS[key]()
+    shown = _shown_numbers(question)
+    problems = []
+    if shown - verified.numbers.keys():
+        problems.append(f"numbers shown but not computed: {sorted(shown - verified.numbers.keys())}")
+    if verified.numbers.keys() - shown:
+        problems.append(f"the verifier computes numbers the question does not show: "
+                        f"{sorted(verified.numbers.keys() - shown)}")
+    off = {s: float(v) for s, v in verified.numbers.items() if not _rounds_to(s, v)}
+    if off:
+        problems.append(f"shown numbers that are not the computed values: {off}")
+    if question.kind == "numeric":
+        if verified.answer is None or verified.wrong is None or len(verified.wrong) != len(question.wrong):
+            return [*problems, "the verifier must compute the answer and every known wrong value"]
+        decimals = len(quiz._number_text(question.answer).partition(".")[2])
+        # The exact answer, and the answer rounded as the question asks, are accepted ...
+        for value in (verified.answer, round(verified.answer, decimals)):
+            if question.matches(value) != "answer":
+                problems.append(f"the computed answer {value!r} is not accepted")
+        # ... and each classic mistake, computed exactly, gets its own explanation.
+        for i, value in enumerate(verified.wrong):
+            if question.matches(value) != f"wrong:{i}":
+                problems.append(f"wrong value {i + 1}: {value!r} is classified {question.matches(value)!r}")
+    elif verified.correct is None and question.kind == "multiple":
+        problems.append("a multiple-choice question's verifier must compute its right options")
+    if verified.correct is not None and set(question.correct_letters) != verified.correct:
+        problems.append(f"declared right {question.correct_letters}, computed {sorted(verified.correct)}")
+    return problems
+
+
+@pytest.mark.parametrize("path", QUIZ_FILES, ids=lambda p: p.stem)
+def test_every_number_is_computed(path: Path) -> None:
+    report = {q.id: p for q in _load(path).questions if (p := _number_problems(path.stem, q))}
+    assert not report, f"{path.name}:" + "".join(
+        f"\n  question {qid!r}: " + "; ".join(problems) for qid, problems in report.items())
+
+
+def test_no_verifier_is_left_without_its_question() -> None:
+    asked = {(p.stem, q.id) for p in QUIZ_FILES for q in _load(p).questions}
+    assert not VERIFIERS.keys() - asked, sorted(VERIFIERS.keys() - asked)
+
+
+def test_number_detection() -> None:
+    assert NUMBER.findall("d_k = 64, float32, k_1, 0.4508 and $e^{10}$, s_{n-1}") == [
+        "64", "0.4508", "10", "1"]
+    assert _rounds_to("0.451", 0.45085) and not _rounds_to("0.451", 0.4504) and _rounds_to("4", 3.9999)
+
+
+# --------------------------------------------------------------------------- validation
+GOOD_OPTIONS = [{"text": "a", "correct": True, "explanation": "yes"},
+                {"text": "b", "correct": False, "explanation": "no"}]
+
+
+def _question(i: int, **changes: object) -> dict:
+    q = {"id": f"q{i}", "kind": "single", "targets": "t", "text": "What?", "options": GOOD_OPTIONS}
+    q.update(changes)
+    return {k: v for k, v in q.items() if v is not None}
+
+
+def _numeric(**changes: object) -> dict:
+    q = {"id": "num", "kind": "numeric", "targets": "t", "text": "How much?", "answer": 0.5,
+         "tolerance": 0.01, "explanation": "because", "otherwise": "think",
+         "wrong": [{"value": 0.25, "explanation": "halved"}]}
+    q.update(changes)
+    return {k: v for k, v in q.items() if v is not None}
+
+
+def _quiz(*questions: dict) -> dict:
+    return {"questions": [*questions, *(_question(i) for i in range(10, 13 - len(questions)))]}
+
+
+BAD = [
+    ({"questions": []}, r"bad\.yml: a quiz has 3 to 6 questions, this one 0"),
+    ({"questions": [_question(i) for i in range(7)]}, "3 to 6 questions, this one 7"),
+    ({"quiz": []}, "lacks 'questions'"),
+    (_quiz(_question(1, options=[{**GOOD_OPTIONS[0], "explanation": ""}, GOOD_OPTIONS[1]])),
+     r"question 1 \('q1'\): option A: 'explanation' must be a non-empty string"),
+    (_quiz(_question(1, options=[GOOD_OPTIONS[0], {"text": "b", "correct": False}])),
+     r"question 1 \('q1'\): option B lacks 'explanation'"),
+    (_quiz(_question(1), _question(2, options=[GOOD_OPTIONS[0], {**GOOD_OPTIONS[1], "correct": True}])),
+     r"question 2 \('q2'\): a 'single' question has exactly one right option, this one has two"),
+    (_quiz(_question(1, kind="multiple", options=[{**o, "correct": True} for o in GOOD_OPTIONS])),
+     "at least one right and at least one wrong option"),
+    (_quiz(_question(1, kind="essay")),
+     r"question 1 \('q1'\): 'kind' must be one of single, multiple, numeric"),
+    (_quiz(_question(1), _question(1)), r"question 2 \('q1'\): the id 'q1' is used by an earlier question"),
+    (_quiz(_question(1, id="Bad Id")), "'id' must be lower-case words"),
+    (_quiz(_question(1, text="a $x")), r"'text': unbalanced \$"),
+    (_quiz(_question(1, text="a `x")), "'text': unbalanced `"),
+    (_quiz(_question(1, text="$$x$$")), "display math"),
+    (_quiz(_question(1, text="like $QK^\top$")), r"control character\(s\) '\\t'"),
+    (_quiz(_question(1, options=[GOOD_OPTIONS[0], {**GOOD_OPTIONS[1], "correct": "no"}])),
+     "'correct' must be true or false"),
+    (_quiz(_question(1, options=[GOOD_OPTIONS[0], {**GOOD_OPTIONS[1], "text": "a"}])),
+     "options A and B have the same text"),
+    (_quiz(_question(1, colour="red")), "unknown keys 'colour'"),
+    (_quiz(_numeric(answer="half")), r"question 1 \('num'\): 'answer' must be a finite number"),
+    (_quiz(_numeric(tolerance=0)), "'tolerance' must be positive"),
+    (_quiz(_numeric(otherwise=None)), "lacks 'otherwise'"),
+    (_quiz(_numeric(wrong=[{"value": 0.505, "explanation": "close"}])),
+     "wrong value 1 .* is within the tolerance of the answer"),
+    (_quiz(_numeric(wrong=[{"value": 0.25, "explanation": "a"}, {"value": 0.251, "explanation": "b"}])),
+     "wrong values 1 .* and 2 .* overlap"),
+    (_quiz(_numeric(options=GOOD_OPTIONS)), "unknown keys 'options'"),
+]
+
+
+@pytest.mark.parametrize(("data", "match"), BAD, ids=[m[:40] for _, m in BAD])
+def test_a_malformed_quiz_is_refused_with_file_and_question(tmp_path: Path, data: dict, match: str) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(quiz.QuizError, match=match) as info:
+        quiz.load_quiz(path)
+    assert str(info.value).startswith(str(path)), info.value
+
+
+def test_the_valid_example_of_the_table_is_valid() -> None:
+    """The bad cases above differ from this one by one change each, so each fails for its own reason."""
+    parsed = quiz.parse_quiz(_quiz(_question(1)), "ok.yml")
+    assert [q.id for q in parsed.questions] == ["q1", "q10", "q11"]
+    assert quiz.parse_quiz(_quiz(_numeric()), "ok.yml").questions[0].matches(0.2501) == "wrong:0"
+
+
+def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
+    with pytest.raises(quiz.QuizError, match="cannot read the quiz file"):
+        quiz.load_quiz(tmp_path / "missing.yml")
+    bad = tmp_path / "broken.yml"
+    bad.write_text("questions: [\n  - id: x\n", encoding="utf-8")
+    with pytest.raises(quiz.QuizError, match=r"broken\.yml: not valid YAML"):
+        quiz.load_quiz(bad)
+
+
+# --------------------------------------------------------------------------- HTML and Markdown
+NASTY = '<script>alert("x")</script> & `<b>code</b>` and $a < b$ and *em* \\$5'
+
+
+def _nasty_quiz() -> quiz.Quiz:
+    options = [{"text": NASTY, "correct": True, "explanation": NASTY},
+               {"text": "plain", "correct": False, "explanation": "<img src=x onerror=alert(1)>"}]
+    return quiz.parse_quiz(
+        {"questions": [_question(1, text=NASTY, options=options), _question(2), _numeric(explanation=NASTY)]},
+        "nasty.yml")
+
+
+def test_rendering_escapes_html() -> None:
+    out = quiz.quiz_html(_nasty_quiz())
+    assert "<script>" not in out and "<img" not in out and "<b>code" not in out
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in out or "&lt;script&gt;alert(\"x\")" in out
+    assert ('<code class="docutils literal notranslate"><span class="pre">&lt;b&gt;code&lt;/b&gt;</span>'
+            "</code>") in out
+    assert '<span class="math notranslate nohighlight">\\(a &lt; b\\)</span>' in out
+    assert "<em>em</em>" in out and " $5" in out and "\\$" not in out
+    assert "&amp;" in out
+
+
+def test_inline_markup() -> None:
+    assert quiz.inline_html("**a** and *b*") == "<strong>a</strong> and <em>b</em>"
+    assert quiz.inline_markdown("x < y, `a<b`, $c<d$, \\$3") == "x &lt; y, `a<b`, $c<d$, \\$3"
+
+
+def test_html_structure_of_every_quiz() -> None:
+    for path in QUIZ_FILES:
+        q = _load(path)
+        out = quiz.quiz_html(q)
+        ids = re.findall(r'\bid="([^"]+)"', out)
+        assert len(ids) == len(set(ids)), f"{path.name}: duplicate ids"
+        for input_id in re.findall(r'<input[^>]*\bid="([^"]+)"', out):
+            assert f'for="{input_id}"' in out, f"{path.name}: input {input_id} has no label"
+        assert out.count('aria-live="polite"') == len(q.questions)
+        assert out.count("<form ") == len(q.questions) == out.count("<legend>")
+        assert out.count('class="attnlib-quiz-check"') == len(q.questions)
+        assert re.search(r'class="attnlib-quiz-explanation"[^>]*hidden', out)
+        n_choice = sum(x.kind != "numeric" for x in q.questions)
+        # option 0 keeps its index (an attribute of value 0 must not be dropped as if it were false)
+        assert out.count('data-option="0"') == 2 * n_choice and out.count('value="0"') == n_choice
+        n_explanations = sum(len(x.options) or len(x.wrong) + 2 for x in q.questions)
+        assert out.count('class="attnlib-quiz-explanation"') == n_explanations
+
+
+def test_markdown_for_the_notebook_edition(tmp_path: Path) -> None:
+    path = tmp_path / "nasty.yml"
+    nasty = {"questions": [_question(1, text=NASTY), _question(2, kind="multiple"), _numeric()]}
+    path.write_text(yaml.safe_dump(nasty), encoding="utf-8")
+    md = quiz.quiz_markdown(path)
+    assert md.startswith("1. &lt;script&gt;") and "\n\n2. " in md and "\n\n3. " in md
+    assert "<script>" not in md and "$a < b$" in md and "`<b>code</b>`" in md
+    assert md.count("<details>") == 3 == md.count("</details>")
+    assert "   - **A.** a\n   - **B.** b" in md
+    assert "**Answer: A.**" in md and "- **B** is not right. no" in md
+    assert "**Answer: 0.5** (anything within 0.01 of it counts as right)" in md
+    assert "- *If you got 0.25:* halved" in md and "- *Any other number:* think" in md
+    bare = quiz.quiz_markdown(path, answers=False)
+    assert "<details>" not in bare and "halved" not in bare and "Answer" not in bare
+    assert "   - **A.** a\n   - **B.** b" in bare and "\n\n3. How much?" in bare
+    for path in QUIZ_FILES:  # every real quiz renders, one list item per question
+        q = _load(path)
+        md = quiz.quiz_markdown(path)
+        numbers = re.findall(r"^(\d+)\. ", md, flags=re.MULTILINE)
+        assert numbers == [str(i) for i in range(1, len(q.questions) + 1)], path.name
+        for question in q.questions:
+            for option in question.options:
+                assert quiz.inline_markdown(option.explanation) in md
+
+
+# --------------------------------------------------------------------------- the Sphinx directive
+CONF = """
+extensions = ["myst_parser", "quiz"]
+import sys
+sys.path.insert(0, {ext!r})
+html_theme = "basic"
+"""
+
+
+def _sphinx_project(root: Path, quiz_text: str) -> Path:
+    (root / "src" / "quizzes").mkdir(parents=True)
+    (root / "src" / "conf.py").write_text(CONF.format(ext=str(BOOK / "_ext")), encoding="utf-8")
+    (root / "src" / "index.md").write_text(
+        "# Chapter\n\nText.\n\n## Self-check quiz\n\n```{quiz} quizzes/ch.yml\n```\n\n"
+        "```{toctree}\nother\n```\n",
+        encoding="utf-8")
+    (root / "src" / "other.md").write_text("# Other\n\nNo quiz here.\n", encoding="utf-8")
+    (root / "src" / "quizzes" / "ch.yml").write_text(quiz_text, encoding="utf-8")
+    return root
+
+
+def _build(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(root / "src"),
+                           str(root / "out")], capture_output=True, text=True, timeout=120)
+
+
+def test_directive_builds_a_quiz_page_with_its_assets(tmp_path: Path) -> None:
+    root = _sphinx_project(tmp_path, (QUIZ_DIR / "03_scaling.yml").read_text(encoding="utf-8"))
+    run = _build(root)
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = (root / "out" / "index.html").read_text(encoding="utf-8")
+    other = (root / "out" / "other.html").read_text(encoding="utf-8")
+    n_questions = len(_load(QUIZ_DIR / "03_scaling.yml").questions)
+    assert page.count('<form class="attnlib-quiz-question"') == n_questions
+    assert 'id="quiz-ch-variance"' in page
+    assert re.search(r'<script defer="defer" src="_static/quiz\.js', page), "quiz.js, deferred"
+    assert re.search(r'<link[^>]+href="_static/quiz\.css', page)
+    assert "quiz.js" not in other and "quiz.css" not in other, "only pages with a quiz load its files"
+    for name in ("quiz.js", "quiz.css"):
+        assert (root / "out" / "_static" / name).is_file(), name
+    assert "mathjax" in page.lower(), "the quiz's math makes the page load MathJax"
+
+
+def test_directive_stops_the_build_on_a_malformed_quiz(tmp_path: Path) -> None:
+    broken = yaml.safe_dump(_quiz(_question(1), _question(2, options=[GOOD_OPTIONS[0],
+                                                                      {"text": "b", "correct": False}])))
+    run = _build(_sphinx_project(tmp_path, broken))
+    assert run.returncode != 0
+    message = run.stderr
+    assert "Quiz error" in message, message
+    assert "quizzes/ch.yml, question 2 ('q2'): option B lacks 'explanation'" in message, message
+    assert "(in the {quiz} directive of index.md)" in message, message
