@@ -27,8 +27,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-TIMEOUT_MS = 15_000
-MATHJAX_MS = 10_000
+# Generous: chapter 3 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
+# once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
+TIMEOUT_MS = 45_000
+MATHJAX_MS = 30_000
 # Raw TeX that would be visible if math were not parsed or not typeset.
 RAW_TEX = re.compile(
     r"\\(?:frac|sqrt|operatorname|softmax|top|cdot|sum|exp|tilde|mathbb|mathrm|left|right)\b"
