@@ -31,6 +31,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
 TIMEOUT_MS = 45_000
 MATHJAX_MS = 30_000
+NETWORK_IDLE_MS = 10_000
 # Raw TeX that would be visible if math were not parsed or not typeset.
 RAW_TEX = re.compile(
     r"\\(?:frac|sqrt|operatorname|softmax|top|cdot|sum|exp|tilde|mathbb|mathrm|left|right)\b"
@@ -139,6 +140,16 @@ _LINKS_JS = """
 """
 
 
+def _settle(page: Any) -> None:
+    """Wait for the network to go quiet, but not fail on it: twice in CI a page never reported idle
+    within 45 s (no request pending in a rerun; cause not found). What matters is checked after it:
+    MathJax's promise, the typeset math, failed requests, links."""
+    try:
+        page.wait_for_load_state("networkidle", timeout=NETWORK_IDLE_MS)
+    except PlaywrightTimeoutError:
+        pass
+
+
 def _open(page: Any, base_url: str, rel: str, html: str) -> None:
     """Load a page; if it is a meta-refresh redirect (the root index.html), follow it."""
     url = f"{base_url}/{rel}"
@@ -148,7 +159,7 @@ def _open(page: Any, base_url: str, rel: str, html: str) -> None:
         target = urljoin(url, redirect.group(1).strip())
         page.wait_for_url(target)
         page.wait_for_load_state("load")
-    page.wait_for_load_state("networkidle")
+    _settle(page)
 
 
 def _check_math(page: Any) -> list[str]:
@@ -160,7 +171,7 @@ def _check_math(page: Any) -> list[str]:
     except PlaywrightTimeoutError:
         return [f"the page has math but MathJax did not start within {MATHJAX_MS / 1000:g} s"]
     page.evaluate("() => MathJax.startup.promise.then(() => true)")
-    page.wait_for_load_state("networkidle")  # fonts requested by the typeset output
+    _settle(page)  # fonts requested by the typeset output
     status = page.evaluate(_MATH_STATUS_JS)
     if not status:
         problems.append('the HTML has class="math" elements but the page shows none')
@@ -223,7 +234,7 @@ def test_page(page_rel: str, html_dir: Path, base_url: str, browser: Any) -> Non
         if not page.locator("article h1").first.inner_text(timeout=1_000).strip():
             problems.append("the article's <h1> title is empty")
         problems += _check_links(context, page, log)
-        page.wait_for_load_state("networkidle")
+        _settle(page)
     except PlaywrightError as error:  # a timeout or a page that breaks: report it with the rest
         problems.append(f"browser step failed: {str(error).splitlines()[0]}")
     finally:
