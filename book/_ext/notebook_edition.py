@@ -785,6 +785,7 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
         if not code or (_only_comments(code) and not outputs):
             continue
         new = nbformat.v4.new_code_cell(code)
+        new.execution_count = cell.get("execution_count")  # the chapter's one run, in order
         new.outputs = outputs
         if tags:
             new.metadata["tags"] = list(tags)
