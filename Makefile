@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit colab notebooks nbval nbval-nudged browser bench execute edition student pdf have-chromium clean
+.PHONY: help venv test-deps book build test lint unit colab nbgrader notebooks nbval nbval-nudged browser bench execute edition student pdf have-chromium clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
@@ -47,12 +47,18 @@ lint: test-deps
 	$(BIN)/ruff check attnlib tests bench book/_ext
 
 unit: test-deps
-	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser --ignore=tests/test_colab.py
+	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser --ignore=tests/test_colab.py \
+		--ignore=tests/test_nbgrader.py
 
 # The notebook edition in a Colab stand-in (Colab's package versions, ipywidgets 7, no checkout): its
 # environment is built once under _build/colab-venv (tests/reproducibility/colab_env.py).
 colab: test-deps
 	$(BIN)/python -m pytest -q tests/test_colab.py
+
+# The notebook edition as an nbgrader source: generate_assignment and autograde run by nbgrader itself,
+# in an environment built once under _build/nbgrader-venv (tests/reproducibility/nbgrader_env.py).
+nbgrader: test-deps
+	$(BIN)/python -m pytest -q tests/test_nbgrader.py
 
 # The notebooks that nbval, nbval-nudged and execute act on (NB=book/03_scaling.ipynb for one).
 NB ?= book/*.ipynb
@@ -73,9 +79,10 @@ nbval-nudged: test-deps
 browser: test-deps build student
 	$(BIN)/python -m pytest -q tests/browser
 
-# unit and colab side by side (-O: each layer's output printed whole when it ends), then the rest.
+# unit, colab and nbgrader side by side (-O: each layer's output printed whole when it ends; the last two
+# mostly wait on pip while their environments are built), then the rest.
 test: lint
-	$(MAKE) --no-print-directory -j2 -O unit colab
+	$(MAKE) --no-print-directory -j3 -O unit colab nbgrader
 	$(MAKE) --no-print-directory notebooks
 	$(MAKE) --no-print-directory browser
 	@echo "All test layers passed."

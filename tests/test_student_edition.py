@@ -140,8 +140,9 @@ def test_every_solution_of_the_chapters_is_marked(name):
     marked = [c for c in nb.cells if nbe.is_solution(c)]
     assert gated >= 3 and len(marked) > gated, (name, gated, len(marked))
     assert all(c.source.startswith(nbe.BEGIN_SOLUTION) for c in marked if c.cell_type == "code")
-    for cell in nb.cells:  # every check a learner runs stays (attnlib.exercises.check)
-        if cell.cell_type == "code" and re.search(r"\bcheck\(", nbe.without_markers(cell.source)):
+    for cell in nb.cells:  # every check a learner runs stays (a solution's check of its own answer goes)
+        if (cell.cell_type == "code" and not nbe.is_solution(cell)
+                and re.search(r"\bcheck\(", nbe.without_markers(cell.source))):
             kept = nbe.student_source(cell)
             assert kept is not None and re.search(r"\bcheck\(", kept), (name, cell.source)
 
@@ -201,6 +202,22 @@ def test_marker_problems_finds_every_missing_marker_and_mark_solutions_adds_them
     assert nbe.mark_solutions(again) == nb  # idempotent
     nb.cells[1].metadata["nbgrader"]["grade"] = False
     assert any("not graded" in p for p in nbe.marker_problems(nb))
+
+
+def test_a_cell_added_to_a_marked_solution_gets_an_id_of_its_own():
+    """nbgrader refuses a notebook with two cells of one grade id: a new cell in a solution that is
+    already marked (ids -1 to -3) takes the next free id, not its position's."""
+    nb = nbformat.v4.new_notebook(cells=[
+        _cell("markdown", ":::{exercise}\n:label: ex-a\nDo it.\n:::"),
+        _cell("markdown", "```{solution-start} ex-a\n:class: dropdown\n```\nBecause.", True, "ex-a-1"),
+        _cell("code", "print(41)"),  # new, in second place
+        _cell("code", f"{nbe.BEGIN_SOLUTION}\nprint(42)\n{nbe.END_SOLUTION}", True, "ex-a-2"),
+        _cell("markdown", "```{solution-end}\n```", True, "ex-a-3"),
+    ])
+    nbe.mark_solutions(nb)
+    grade_ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+    assert grade_ids == [None, "ex-a-1", "ex-a-4", "ex-a-2", "ex-a-3"]
+    assert nbe.marker_problems(nb, "x.ipynb") == []
 
 
 @pytest.mark.parametrize(("grade_id", "kind", "match"), [

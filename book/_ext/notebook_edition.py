@@ -477,9 +477,13 @@ def clean_outputs(outputs: list[NotebookNode]) -> list[NotebookNode]:
     return kept
 
 
-def _output_markdown(outputs: list[NotebookNode], stem: str,
-                     attachments: dict[str, dict[str, str]]) -> list[str]:
-    """A solution's outputs as Markdown: text in fences, images as cell attachments."""
+def _output_markdown(outputs: list[NotebookNode]) -> list[str]:
+    """A solution's outputs as Markdown: text in fences, images inline as ``data:`` URIs.
+
+    Not as cell attachments: nbgrader's ``generate_assignment`` replaces the text of a solution cell
+    but keeps its attachments, so an attached figure would reach every learner's release. An inline
+    image goes with the text (and GitHub, Colab and JupyterLab all show it).
+    """
     parts = []
     for output in outputs:
         if output.output_type == "stream":
@@ -487,11 +491,10 @@ def _output_markdown(outputs: list[NotebookNode], stem: str,
             continue
         data = output.get("data", {})
         if "image/png" in data:
-            name = f"{stem}-{len(attachments) + 1}.png"
-            attachments[name] = {"image/png": data["image/png"]}
-            base64.b64decode(data["image/png"], validate=False)  # a corrupt image fails here, not later
+            png = "".join(data["image/png"].split())
+            base64.b64decode(png, validate=True)  # a corrupt image fails here, not later
             alt = "The figure the solution code above draws"
-            parts.append(f"![{alt}](attachment:{name})")
+            parts.append(f"![{alt}](data:image/png;base64,{png})")
         elif "text/plain" in data:
             parts.append(f"```text\n{data['text/plain'].rstrip()}\n```")
     return parts
@@ -680,6 +683,7 @@ def mark_solutions(nb: NotebookNode) -> NotebookNode:
     found without its marker lines; that cell only gets its metadata (grade id ``<target>-answer``).
     """
     counts: dict[str, int] = {}
+    taken = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}  # ids are unique in a notebook
     for i, (cell, label) in enumerate(zip(nb.cells, _in_gated_solution(nb), strict=True)):
         if label is None:
             if solution_regions(cell.source) and not is_solution(cell):
@@ -695,6 +699,9 @@ def mark_solutions(nb: NotebookNode) -> NotebookNode:
             if lines[0].strip() != BEGIN_SOLUTION:
                 cell.source = f"{BEGIN_SOLUTION}\n{cell.source.strip(chr(10))}\n{END_SOLUTION}"
         if not is_solution(cell):
+            while f"{label}-{counts[label]}" in taken:  # a cell added to an already marked solution
+                counts[label] += 1
+            taken.add(f"{label}-{counts[label]}")
             cell.metadata["nbgrader"] = nbgrader_metadata(f"{label}-{counts[label]}", cell.cell_type)
     return nb
 
@@ -749,7 +756,7 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
                 if solution is not None:
                     raise ValueError(f"{chapter.path.name}: a solution starts inside another")
                 label = start.group(1)
-                solution = {"label": label, "parts": [], "attachments": {},
+                solution = {"label": label, "parts": [],
                             "title": f"Solution to {labels.text[label]}"}
                 text = text[start.end():]
             end = re.search(r"```\{solution-end\}\s*\n```", text)
@@ -776,8 +783,7 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
             outputs = clean_outputs(cell.get("outputs", []))
             if code and not _only_comments(code):
                 solution["parts"].append(f"```python\n{code}\n```")
-                stem = f"{solution['label']}"
-                solution["parts"] += _output_markdown(outputs, stem, solution["attachments"])
+                solution["parts"] += _output_markdown(outputs)
             continue
         # Solution code inside other code keeps its markers here (an nbgrader source; see student.py).
         code = without_glue(cell.source)
@@ -892,8 +898,6 @@ def _solution_cell(solution: dict[str, Any]) -> NotebookNode:
     )
     cell.metadata["tags"] = ["solution"]
     cell.metadata["nbgrader"] = nbgrader_metadata(solution["label"], "markdown", points=1)
-    if solution["attachments"]:
-        cell["attachments"] = solution["attachments"]
     return cell
 
 

@@ -1,0 +1,226 @@
+"""The exercises of every chapter as an instructor plans with them and a learner works through them.
+
+Each chapter numbers its learning objectives and has 4 to 8 exercises covering the three levels
+(1: compute by hand, 2: change or write code, 3: derive or explain). The first line of every
+exercise says its level, the objective it serves and an estimated time; ``book/instructors.md``
+and the course plans are built on those lines. Every exercise with a computable answer is followed,
+before its solution, by one cell per answer that the learner fills in and runs
+(``answer = ...`` then ``check(label, answer)``, stored output "Not answered yet"), and its solution
+checks its own answer with the same label (stored output "Correct"). Across the book the checks
+exercise every classic misconception of the issue that introduced them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnlib.exercises import EXERCISES, exercise
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import catalogue as cat  # noqa: E402  (book/_ext/catalogue.py: the parser the instructors' page uses)
+
+CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+CHECK_CALL = re.compile(r'\bcheck\(\s*"([\w:-]+)"')
+MIN_EXERCISES, MAX_EXERCISES = 4, 8
+MIN_MINUTES, MAX_MINUTES = 5, 45
+
+# The wrong answers the issue lists, each of which some check of the book must recognise by name.
+CLASSIC = {
+    "scale-d_k": "scaled by d_k instead of √d_k",
+    "no-scale": "no scaling",
+    "scale-sqrt-n": "√n instead of √d_k",
+    "wrong-axis": "softmax over the wrong axis",
+    "k-not-transposed": "K not transposed",
+    "no-max-subtraction": "no max subtraction",
+    "not-normalised": "weights that do not sum to 1",
+    "weights-not-output": "the weights instead of weights · V",
+    "mask-flipped": "causal mask flipped",
+    "mask-one-ahead": "causal mask shifted by one (one token ahead)",
+    "mask-diagonal-excluded": "causal mask shifted by one (diagonal excluded)",
+}
+
+
+def _text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+                   for o in cell.get("outputs", []))
+
+
+def _is_solution_cell(cell: nbformat.NotebookNode) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("solution"))
+
+
+def _chapter(path: Path) -> tuple[cat.Chapter, nbformat.NotebookNode]:
+    return cat.read_chapter(path), nbformat.read(path, as_version=4)
+
+
+def test_found_the_chapters():
+    assert [p.name[:2] for p in CHAPTERS] == ["01", "02", "03", "04", "05", "06", "07"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_objectives_are_a_numbered_list(path):
+    nb = nbformat.read(path, as_version=4)
+    section = next(m.group(1) for c in nb.cells if c.cell_type == "markdown"
+                   and (m := cat.OBJECTIVES.search(c.source)))
+    numbers = [int(k) for k in re.findall(r"^(\d+)\. ", section, re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 2, numbers
+    assert not re.findall(r"^[-*] ", section, re.M), "the learning objectives are numbered, not bullets"
+    assert len(cat.read_chapter(path).objectives) == len(numbers)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_exercise_counts_and_levels(path):
+    ch = cat.read_chapter(path)
+    assert MIN_EXERCISES <= len(ch.exercises) <= MAX_EXERCISES, \
+        f"{path.name}: {len(ch.exercises)} exercises, want {MIN_EXERCISES} to {MAX_EXERCISES}"
+    levels = {ex.level for ex in ch.exercises}
+    assert levels == {1, 2, 3}, f"{path.name}: levels present {levels}, want all of 1, 2, 3"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_exercise_states_level_objective_and_time(path):
+    ch = cat.read_chapter(path)
+    assert not cat.tag_problems(ch), cat.tag_problems(ch)
+    for ex in ch.exercises:
+        assert MIN_MINUTES <= ex.minutes <= MAX_MINUTES, f"{ex.label}: {ex.minutes} min"
+        assert ex.solution is not None, f"{ex.label}: no solution"
+
+
+def test_tag_problems_are_found():
+    """The parser the test relies on rejects what it should: a missing tag, a wrong kind, an objective
+    of another chapter or past the end of the list."""
+    ch = cat.Chapter(CHAPTERS[1], 2, "Queries, keys and values", ["one", "two", "three"], [], {})
+    cases = [("Compute the shapes.", "is not"),
+             ("*Level 1, code · objective 2.1 · about 5 min*", "is 'by hand'"),
+             ("*Level 3, derive or explain · objective 3.1 · about 5 min*", "not one of"),
+             ("*Level 1, by hand · objective 2.4 · about 5 min*", "not one of"),
+             ("*Level 2, code · objective 2.3 · about 15 min*", None)]
+    for first, problem in cases:
+        broken = cat.Exercise("qkv-ex-x", ch.number, 0, first)
+        if t := cat.TAG.match(first):
+            broken.level, broken.kind, broken.minutes = int(t[1]), t[2], int(t[5])
+            broken.objective = (int(t[3]), int(t[4]))
+        problems = cat.tag_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, [broken], {}))
+        assert (problems == []) if problem is None else (len(problems) == 1 and problem in problems[0]), \
+            (first, problems)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_computable_exercises_end_with_a_check_cell(path):
+    ch, nb = _chapter(path)
+    exercises = {ex.label: ex for ex in ch.exercises}
+    # every registered answer of this chapter's exercises has its cell
+    own = [label for label in EXERCISES if label.split(":")[0] in exercises]
+    assert not [label for label in own if label not in ch.check_cells], \
+        f"{path.name}: no check cell for {[label for label in own if label not in ch.check_cells]}"
+    for label, i in ch.check_cells.items():
+        cell = nb.cells[i]
+        ex = exercise(label)  # a label the library does not know raises here
+        form = cat.CHECK_CELL.match(cell.source.strip())["form"]
+        assert form == ex.answer_form, f"{label}: comment {form!r}, answer form {ex.answer_form!r}"
+        assert not _is_solution_cell(cell) and "remove-cell" not in cell.metadata.get("tags", []), \
+            f"{label}: the check cell must reach the student edition"
+        assert _text(cell).startswith(f"… Not answered yet ({label})"), f"{label}: stored {_text(cell)!r}"
+        # it sits after its exercise and before that exercise's solution
+        owner = max((e for e in ch.exercises if e.cell < i), key=lambda e: e.cell)
+        assert label in owner.checks and i < owner.solution[0], \
+            f"{label}: check cell {i} is not between {owner.label} and its solution"
+        if label.split(":")[0] in exercises:
+            assert owner.label == label.split(":")[0], f"{label}: checked under {owner.label}"
+    # no other check call outside solutions (a learner's cell that is not of the tested form)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and CHECK_CALL.search(cell.source) and i not in ch.check_cells.values():
+            inside = [e for e in ch.exercises if e.solution and e.solution[0] < i < e.solution[1]]
+            assert inside, f"{path.name} cell {i}: a check call outside any solution:\n{cell.source}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_solutions_check_their_own_answers(path):
+    ch, nb = _chapter(path)
+    for ex in ch.exercises:
+        for label in ex.checks:
+            start, end = ex.solution
+            calls = [c for c in nb.cells[start:end]
+                     if c.cell_type == "code" and label in CHECK_CALL.findall(c.source)]
+            assert calls, f"{label}: the solution of {ex.label} does not check its answer"
+            assert all(_is_solution_cell(c) for c in calls), f"{label}: the solution's check is not marked"
+            said = _text(calls[-1])
+            assert f"✓ Correct ({label})" in said, f"{label}: the solution's check says {said!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_import_cell_imports_check(path):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code" and "import" in c.source
+                 and "install" not in c.metadata.get("tags", []))
+    names = {alias.name for node in ast.walk(ast.parse(first.source))
+             if isinstance(node, ast.ImportFrom) and node.module in ("attnlib", "attnlib.exercises")
+             for alias in node.names}
+    assert "check" in names, f"{path.name}: the import cell does not import check from attnlib"
+
+
+def test_every_classic_misconception_is_exercised():
+    checked = {label for path in CHAPTERS for label in cat.read_chapter(path).check_cells}
+    detected = {key for label in checked for key in exercise(label).detects()}
+    missing = {key: what for key, what in CLASSIC.items() if key not in detected}
+    assert not missing, f"no check in the book recognises: {missing}"
+
+
+# --------------------------------------------------------------------------- the instructors' page
+INSTRUCTORS = ROOT / "book" / "instructors.md"
+
+
+def _plans() -> list[str]:
+    text = INSTRUCTORS.read_text(encoding="utf-8")
+    return re.findall(r"^```\{course-plan\}\n(.*?)^```$", text, re.M | re.S)
+
+
+def test_the_instructors_page_has_a_two_and_a_four_lecture_plan_that_fit_the_chapters():
+    book = cat.chapters()
+    plans = [cat.parse_plan(text, book)[1] for text in _plans()]
+    assert [len(p) for p in plans] == [2, 4]
+    labels = {ex.label for ch in book for ex in ch.exercises}
+    for lectures in plans:
+        for lec in lectures:
+            assert lec.objectives and lec.in_class and lec.homework
+            assert set(lec.in_class + lec.homework) <= labels
+    # the four-lecture plan covers every objective of the book
+    every = {(ch.number, k) for ch in book for k in range(1, len(ch.objectives) + 1)}
+    assert {obj for lec in plans[1] for obj in lec.objectives} == every
+    assert "```{exercise-catalogue}" in INSTRUCTORS.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (("qkv-ex-shapes]", "qkv-ex-nope]"), "no exercise labelled 'qkv-ex-nope'"),
+    (("objectives: 1.1,", "objectives: 1.9,"), "no learning objective '1.9'"),
+    (("minutes: 90", "minutes: 10"), "take 15 of its 10 minutes"),
+    (("minutes: 90", "minutes: ninety"), "positive whole number"),
+    (("    teach:", "    teaches:"), "needs exactly the keys"),
+])
+def test_a_wrong_course_plan_stops_the_build_with_a_message(change, match):
+    text = _plans()[0].replace(*change, 1)
+    with pytest.raises(cat.CatalogueError, match=re.escape(match)):
+        cat.parse_plan(text, cat.chapters())
+
+
+def test_the_catalogue_counts_what_the_chapters_hold():
+    book = cat.chapters()
+    md = cat.catalogue_markdown(book)
+    rows = [line.split("|")[1:-1] for line in md.splitlines() if re.match(r"^\| \d\. ", line)]
+    assert len(rows) == len(book)
+    for ch, row in zip(book, rows, strict=True):
+        n, l1, l2, l3, minutes, checks = (int(x) for x in row[1:])
+        assert n == len(ch.exercises) == l1 + l2 + l3
+        assert minutes == sum(ex.minutes for ex in ch.exercises)
+        assert checks == len(ch.check_cells)
+    for ch in book:
+        for ex in ch.exercises:  # a row of its chapter's table, with its level, objective and time
+            row = f"| {{numref}}`{ex.label}` | {ex.level}, {ex.kind} | {ex.objective[0]}.{ex.objective[1]} | "
+            assert row + f"{ex.minutes} min |" in md, ex.label
