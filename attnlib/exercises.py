@@ -1121,7 +1121,7 @@ _register(_scalar_exercise(
     "worked-ex-abc-check:scale", "04_worked_examples",
     "Which of the scales 1/√2, 1/2, 1/4 and 1/8, used in place of 1/√d_k, produces all five numbers of "
     "the sentence.",
-    "1 number: the scale α (a factor such as 0.5, not the divisor).",
+    "1 number: the scale α, one of the four listed (a factor such as 0.5, not the divisor).",
     _abc_sentence_scale,
     lambda: [("abc-trace-scale", 1 / math.sqrt(_examples.abc().d_k)),
              ("scale-d_k", 1 / _examples.abc().d_k),
@@ -1408,7 +1408,7 @@ _register(_attention_exercise(
     "beyond-ex-append", "07_beyond",
     "The causal outputs of the six tokens after a sixth token with query, key and value [1, 1, 1, 1] is "
     "appended to 'The cat sat on mat'.",
-    "A 6 × 4 matrix: the output rows of The, cat, sat, on, mat, new.",
+    "A 6 × 4 matrix: the causal outputs of The, cat, sat, on, mat, new.",
     _append6, "output", causal=True,
 ))
 

@@ -258,14 +258,15 @@ def _add_cell(sol: Solution, cell: nbformat.NotebookNode, text: str, outputs: bo
 SPLIT = re.compile(
     r"\$\$.*?\$\$|\$[^$]+\$|\{[\w:-]+\}`[^`]*`|\[[^\]]*\]\([^)]*\)|<[^>]+>"  # math, roles, links, tags
     r"|^[ \t]*(?:[`:]{3,}|:[\w-]+:)[^\n]*$"  # directive fences and options
-    r"|^[ \t]*(?:#+|[-*+]|\d+\.)[ \t]|\n[ \t]*\n",  # headings, list items, paragraph breaks
+    r"|^[ \t]*(?:#+|[-*+]|\d+\.)[ \t]|\n[ \t]*\n"  # headings, list items, paragraph breaks
+    r"|\|",  # table cells (each its own <td> on a page)
     re.S | re.M,
 )
 
 
 def prose_pieces(markdown: str) -> list[str]:
     """Runs of plain text in MyST Markdown: split at math, roles, links, tags, directive lines, list
-    markers and paragraph breaks (each renders differently on a page)."""
+    markers, table cell borders and paragraph breaks (each renders differently on a page)."""
     return [piece for piece in SPLIT.split(markdown) if piece and piece.strip()]
 
 
