@@ -92,7 +92,7 @@ test: lint
 execute: venv
 	$(BIN)/jupyter execute --inplace $(NB)
 	$(BIN)/python -c "import glob, nbformat as nbf; \
-		nbs = {p: nbf.read(p, 4) for p in glob.glob('$(NB)')}; \
+		nbs = {p: nbf.read(p, 4) for pattern in '$(NB)'.split() for p in glob.glob(pattern)}; \
 		[c.metadata.pop('execution', None) for nb in nbs.values() for c in nb.cells]; \
 		[nb.metadata.pop('widgets', None) for nb in nbs.values()]; \
 		[nbf.write(nb, p) for p, nb in nbs.items()]"

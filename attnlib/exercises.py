@@ -130,6 +130,12 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "A causal mask lets query i see the keys j ≤ i: the lower triangle with the diagonal. Yours "
        "allows j ≥ i, the future instead of the past.",
        "Use causal_mask(n) (np.tri(n, dtype=bool)) or transpose your mask."),
+    _M("mask-inverted", "mask inverted: True where a pair is forbidden",
+       "Every entry of your mask is the opposite of the expected one: you marked the pairs that are "
+       "forbidden. In attnlib (and in PyTorch's boolean attn_mask) True means the query may attend to "
+       "the key; some libraries use the opposite convention, and an additive mask puts -inf where a "
+       "pair is forbidden.",
+       "Negate your mask (~mask), or build it so that True marks the pairs that may attend."),
     _M("mask-diagonal-excluded", "causal mask shifted by one: the diagonal excluded",
        "Each token may attend to itself, so key i is allowed for query i. Your mask allows only j < i, "
        "which leaves the first token nothing to attend to.",
@@ -205,6 +211,10 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("params-d_k-everywhere", "W_V as wide as W_Q",
        "W_V maps to the value width d_v, which differs from d_k here.",
        "Count d_model · d_k twice and d_model · d_v once."),
+    _M("sigma-d_k", "divided by σ_q σ_k d_k instead of σ_q σ_k √d_k",
+       "The variance of q·k is σ_q² σ_k² d_k, so its standard deviation is σ_q σ_k √d_k; α is one over "
+       "the standard deviation. Your α divides by d_k itself, which leaves the variance 1/d_k, not 1.",
+       "Take the square root of d_k."),
     _M("sigma-ignored", "σ_q and σ_k ignored",
        "1/√d_k makes the variance 1 only for unit-variance components; here the scaled score still has "
        "variance σ_q² σ_k².",
@@ -534,7 +544,8 @@ class Exercise:
         "may attend" mask (bool, 0/1 or additive 0/−inf); or an open question with several
         right answers, judged by ``judge``.
     reference : callable
-        ``reference()`` computes a right answer from the exercise's inputs, at call time.
+        ``reference()`` computes a right answer from the exercise's inputs, at call time (for the
+        checks, the tests and instructors; a learner who calls it skips the exercise).
     wrong_answers : callable
         ``wrong_answers()`` returns ``[(misconception key, array), ...]``, the classic wrong
         answers recomputed from the same inputs.
@@ -550,8 +561,6 @@ class Exercise:
         The answer holds attention weights: each row (or the single row) must sum to 1.
     names : tuple of str, optional
         Names of the entries along the first axis, used in messages.
-    reveal : bool
-        Whether the generic message may show one expected entry (never for short answers).
     context : callable
         Returns the fields that misconception messages use (``d_k``, ``n``, ...).
     judge : callable, optional
@@ -572,7 +581,6 @@ class Exercise:
     mask_shape: tuple[int, ...] | None = None
     rows_sum_to_one: bool = False
     names: tuple[str, ...] | None = None
-    reveal: bool = True
     context: Callable[[], dict[str, Any]] = field(default=dict, repr=False)
     judge: Callable[[np.ndarray], tuple[bool, str | None, str]] | None = field(default=None, repr=False)
 
@@ -732,7 +740,7 @@ def _attention_exercise(
 def _scalar_exercise(
     label: str, chapter: str, prompt: str, answer_form: str, reference: Callable[[], Any],
     wrong_answers: Callable[[], Candidates], *, kind: str = "real", atol: float = 5e-4,
-    tolerance: str | None = None, names: tuple[str, ...] | None = None, reveal: bool = True,
+    tolerance: str | None = None, names: tuple[str, ...] | None = None,
 ) -> Exercise:
     """An exercise with a number or a short list of numbers as answer."""
     if tolerance is None:
@@ -741,7 +749,7 @@ def _scalar_exercise(
                     tolerance=tolerance, kind=kind,
                     reference=lambda: np.asarray(reference()),
                     wrong_answers=lambda: [(k, np.asarray(v)) for k, v in wrong_answers()],
-                    atol=atol, names=names, reveal=reveal)
+                    atol=atol, names=names)
 
 
 # ---- chapter 1: why attention
@@ -861,7 +869,7 @@ _register(_scalar_exercise(
     "The shapes of W_Q, W_K, W_V, Q, K, V, S, A and O for d_model = 16, d_k = 4, d_v = 6, n = 5.",
     "9 shapes as (rows, columns) pairs, in the order W_Q, W_K, W_V, Q, K, V, S, A, O.",
     lambda: [_qkv_shapes()[k] for k in _SHAPE_NAMES], lambda: _shapes_wrong(False),
-    kind="integer", names=_SHAPE_NAMES, reveal=False,
+    kind="integer", names=_SHAPE_NAMES,
 ))
 _register(_scalar_exercise(
     "qkv-ex-shapes:params", "02_qkv",
@@ -877,7 +885,7 @@ _register(_scalar_exercise(
     "and values.",
     "5 shapes as (rows, columns) pairs, in the order K, V, S, A, O.",
     lambda: [_qkv_shapes(7)[k] for k in _CROSS_NAMES], lambda: _shapes_wrong(True),
-    kind="integer", names=_CROSS_NAMES, reveal=False,
+    kind="integer", names=_CROSS_NAMES,
 ))
 
 
@@ -895,8 +903,13 @@ def _unit_extra() -> Candidates:
     Q, K, V, _ = _abc()
     Ku = K / np.linalg.norm(K, axis=1, keepdims=True)
     Qu = Q / np.linalg.norm(Q, axis=1, keepdims=True)
-    return [("unit-keys-as-given", scaled_dot_product_attention(Q, K, V, return_weights=True)[1][1]),
-            ("unit-normalised-queries", scaled_dot_product_attention(Qu, Ku, V, return_weights=True)[1][1])]
+    both = scaled_dot_product_attention(Qu, Ku, V, return_weights=True)[1][1]
+    unscaled = scaled_dot_product_attention(Q, Ku, V, scale=1.0, return_weights=True)[1][1]
+    out = [("unit-keys-as-given", scaled_dot_product_attention(Q, K, V, return_weights=True)[1][1])]
+    # Here |q_B| = √d_k, so normalising the query gives the unscaled weights: name only "no scaling".
+    if not np.allclose(both, unscaled, atol=1e-3):
+        out.append(("unit-normalised-queries", both))
+    return out
 
 
 _register(_attention_exercise(
@@ -985,7 +998,7 @@ _register(_scalar_exercise(
     "1 number: α.",
     _sigma_alpha,
     lambda: [("sigma-ignored", 1 / math.sqrt(_stats.dot_product_variance(_SIGMA["d_k"]))),
-             ("scale-d_k", _sigma_alpha() / math.sqrt(_SIGMA["d_k"])),
+             ("sigma-d_k", _sigma_alpha() / math.sqrt(_SIGMA["d_k"])),
              ("sigma-variances", math.sqrt(_SIGMA["d_k"]) / _stats.dot_product_variance(**_SIGMA)),
              ("sigma-multiplied", _SIGMA["sigma_q"] * _SIGMA["sigma_k"] / math.sqrt(_SIGMA["d_k"]))],
 ))
@@ -1598,13 +1611,12 @@ class Feedback:
 
     Examples
     --------
-    >>> fb = check("worked-ex-abc-check:scale", 4)
+    >>> fb = check("sc-ex-sigma", "0.5")
     >>> fb.status, fb.misconception, bool(fb)
-    ('incorrect', 'abc-divisor', False)
+    ('invalid', None, False)
     >>> print(fb)
-    ✗ Not yet: the divisor instead of the scale (worked-ex-abc-check:scale)
-    The scale multiplies the scores; you gave the number they are divided by.
-    Hint: Give α as a factor, e.g. 0.5 for a division by 2.
+    ✗ Cannot check this answer (sc-ex-sigma)
+    Your answer is text ('0.5'), not numbers. Expected 1 number: α. Remove the quotes.
     """
 
     label: str
@@ -1805,7 +1817,6 @@ def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedb
     tol = 0 if ex.kind == "integer" else ex.atol
     n_off = int((diff > tol * (1 + 1e-9)).sum())
     idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)) if diff.ndim else ()
-    got, want = a64[idx], r64[idx]
     where = _entry_name(ex, idx)
     if ex.names is not None and len(idx) > 1:
         where += f", entry {_fmt_index(idx[1:])}"
@@ -1813,13 +1824,9 @@ def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedb
         f"Not the expected answer: {n_off} of {arr.size} entries {'is' if n_off == 1 else 'are'} off"
     if ex.kind != "integer":
         lead += f" by more than {_fmt_num(ex.atol)}"
-    if arr.size >= 4 and ex.reveal:
-        about = "" if ex.kind == "integer" else "about "
-        text = (f"{lead}; the largest difference is at {where}: got {_fmt_num(got)}, "
-                f"expected {about}{_fmt_num(want)}.")
-    else:
-        direction = "too high" if got > want else "too low"
-        text = f"{lead}; at {where} your {_fmt_num(got)} is {direction}."
+    # Where the answer is furthest off, never the expected value or the direction: either would let
+    # a learner read the answer off the messages (or bisect it) instead of computing it.
+    text = f"{lead}; the largest difference is at {where}." if arr.size > 1 else f"{lead}."
     if note:
         text = f"{note} {text}"
     return Feedback(ex.label, "incorrect", text, None, "Recompute step by step; "
@@ -1890,15 +1897,17 @@ def _judge_mask(ex: Exercise, arr: np.ndarray) -> Feedback:
     for key, cand in ex.wrong_answers():
         if _distinguishable(ex, np.asarray(cand), ref) and np.array_equal(got, np.broadcast_to(cand, shape)):
             return _named(ex, key, None)
+    if np.array_equal(got, ~ref):
+        return _named(ex, "mask-inverted", None)
     diff = np.argwhere(got != ref)
     idx = tuple(int(i) for i in diff[0])
-    q, k = idx[-2], idx[-1]
-    verb = "allows" if got[idx] else "forbids"
+    row = f"query {idx[-2]}" if len(idx) == 2 else f"query {idx[-2]} of {_fmt_index(idx[:-2])}"
+    # Which row, not which entry: naming the entry (and whether it should be allowed) would hand
+    # over the mask one bit at a time.
     return Feedback(
         ex.label, "incorrect",
         f"Not the expected mask: {len(diff)} of {got.size} entries differ (after broadcasting to "
-        f"{_fmt_shape(shape)}); the first is at {_fmt_index(idx)}, where your mask {verb} "
-        f"query {q} → key {k}.",
+        f"{_fmt_shape(shape)}); the first wrong row is that of {row}.",
         None, "Build it from causal_mask and padding_mask (or np.tri) and combine with & and ~.",
     )
 
@@ -1958,10 +1967,12 @@ def check(label: str, answer: Any) -> Feedback:
     … Not answered yet (worked-ex-mat:scores)
     Replace ... with your answer: 5 numbers: the raw scores q_mat · k for the keys The, cat, sat,
     on, mat (the whole 5-row matrix is accepted too). It is checked to 3 decimals (within 0.0005).
-    >>> check("worked-ex-mat:scores", [1, 1, 1, 1, 1.5]).correct
-    True
-    >>> fb = check("worked-ex-mat:scaled", [0.25, 0.25, 0.25, 0.25, 0.375])
-    >>> fb.misconception
+    >>> check("worked-ex-mat:scores", [0, 0, 0, 0, 0]).correct
+    False
+    >>> from attnlib.examples import cat_sat_on_mat
+    >>> ex = cat_sat_on_mat()
+    >>> wrong = attention_misconceptions(ex.Q, ex.K, ex.V, what="weights")["scale-d_k"]
+    >>> check("attention-weights", wrong).misconception  # scores divided by d_k = 4, not by 2
     'scale-d_k'
     """
     ex = exercise(label)
