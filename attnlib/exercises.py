@@ -356,6 +356,45 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "q_The = [1, 0, 1, 0] is 0 in d1 and d3, so the entries of k_on in those dimensions do not enter "
        "the score of 'The' with 'on'.",
        "Change d0 or d2."),
+    _M("agree-unchanged", "the outputs of V in its own order",
+       "Your outputs are those of the original V. The weights do not change, since V does not enter "
+       "them, but each weight now multiplies the row of V[::-1] at its key's position, which belongs to "
+       "the other token.",
+       "Keep the weights and multiply them by V[::-1]."),
+    _M("agree-weights-reversed", "the weights' rows reversed instead of the values",
+       "Your outputs are the weights with their rows in reverse order times the original V (the same as "
+       "the outputs in reverse token order): each query got the other query's weights. Reversing V does "
+       "not change which query has which weights; it changes which value row each weight multiplies.",
+       "Keep A as it is and multiply it by V[::-1]."),
+    _M("online-no-rescale", "ℓ not rescaled when the maximum grew",
+       "Your running sums add e^(s_j − m') to the old ℓ as it was. The old terms were taken relative to "
+       "the old maximum m; when the maximum grows to m' they must be taken relative to m' too, so the "
+       "old ℓ is multiplied by the correction e^(m − m') first.",
+       "When the maximum grows from m to m', set ℓ = e^(m − m') · ℓ + e^(s_j − m')."),
+    _M("online-rescale-inverted", "correction inverted: e^(m' − m) instead of e^(m − m')",
+       "When the maximum grows, your old ℓ is multiplied by a number larger than 1. The old terms are "
+       "now taken relative to a larger maximum, so they shrink: the correction is e^(old − new), at "
+       "most 1.",
+       "Multiply the old ℓ by e^(m − m'), m the old maximum and m' the new one."),
+    _M("online-no-max", "ℓ summed without subtracting the maximum (overflow)",
+       "Your running sums are infinite: they add e^(s_j) itself, and the exponential of a logit this "
+       "large overflows float64 (whose largest number is about 1.8e308). The online softmax only "
+       "exponentiates s_j − m and m − m', which are at most 0.",
+       "Add e^(s_j − m') with the running maximum m', never e^(s_j)."),
+    _M("online-m-fixed", "maximum not updated (the first logit kept)",
+       "Your m stays at the first logit, so a larger logit later gives a term e^(s_j − m) above 1: the "
+       "running maximum must cover every key seen so far, which is what keeps every exponent at or "
+       "below 0.",
+       "After each key set m' = max(m, s_j), and rescale ℓ when m' > m."),
+    _M("online-final-max", "the row's maximum used from the first key",
+       "Your pairs use the maximum of the whole row from the start. The online softmax sees one key at "
+       "a time: after key j its maximum is that of the keys 0 to j only. Knowing the final maximum in "
+       "advance takes a first pass over the row, which is what the online softmax avoids.",
+       "After key j, m is the maximum of s_0, ..., s_j."),
+    _M("mask-other-lengths", "the padding of other lengths",
+       "Your mask hides padding, but not that of this batch: each row of the padding mask follows the "
+       "length of its own sentence, in the batch's order.",
+       "Build the padding mask from this batch's lengths, in order, then combine it with the causal mask."),
     _M("key-tie", "a tie, not a lead",
        "'on' now ties with the best key; the exercise asks for more weight than on any other token.",
        "Raise the entry a little more."),
@@ -953,6 +992,25 @@ _register(_attention_exercise(
 ))
 
 
+
+def _cat_sits_v_reversed():
+    Q, K, V, tokens = _cat_sits()
+    return Q, K, V[::-1], tokens  # the bug of the exercise: values in reverse token order
+
+
+def _agree_extra() -> Candidates:
+    Q, K, V, tokens = _cat_sits()
+    tr = trace_attention(Q, K, V, tokens=tokens)
+    return [("agree-unchanged", tr.output), ("agree-weights-reversed", tr.weights[::-1] @ V)]
+
+
+_register(_attention_exercise(
+    "qkv-ex-agree:output", "02_qkv",
+    "The outputs of 'Cat sits' when the values are passed in reverse token order, V[::-1].",
+    "A 2 × 2 matrix: the outputs of 'Cat' and 'sits' (one row each) with V[::-1] as the values.",
+    _cat_sits_v_reversed, "output", extra=_agree_extra,
+))
+
 # ---- chapter 3: scaling
 def _the_unscaled_row(scale: float | None = 1.0) -> np.ndarray:
     Q, K, V, tokens = _cat()
@@ -1173,12 +1231,15 @@ _register(_scalar_exercise(
     kind="integer",
 ))
 
-_BATCH_LENGTHS = (5, 3)  # impl-ex-mask and beyond-ex-pad-causal: two sentences padded to 5
+_BATCH_LENGTHS = (5, 3)  # impl-ex-mask: two sentences padded to 5
+_DECODER_LENGTHS = (2, 5)  # beyond-ex-pad-causal: the short sentence first, padded on the right to 5
 
 
-def _pad_causal(n: int = 5, *, heads: bool) -> dict[str, np.ndarray]:
-    """The combined padding-and-causal mask and its classic misreadings."""
-    P = padding_mask(list(_BATCH_LENGTHS), n)  # (B, 1, n_k)
+def _pad_causal(
+    n: int = 5, *, heads: bool, lengths: tuple[int, ...] = _BATCH_LENGTHS
+) -> dict[str, np.ndarray]:
+    """The combined padding-and-causal mask of a batch of ``lengths`` and its classic misreadings."""
+    P = padding_mask(list(lengths), n)  # (B, 1, n_k)
     if heads:
         P = P[:, None]  # (B, 1, 1, n_k)
     C = causal_mask(n)  # (n, n)
@@ -1188,16 +1249,25 @@ def _pad_causal(n: int = 5, *, heads: bool) -> dict[str, np.ndarray]:
     for key, m in _causal_variants(n):
         out[key] = P & m
     if heads:
-        out["mask-batch-as-heads"] = padding_mask(list(_BATCH_LENGTHS), n) & C  # (B, n, n) vs (B, H, n, n)
+        out["mask-batch-as-heads"] = padding_mask(list(lengths), n) & C  # (B, n, n) vs (B, H, n, n)
     return out
 
 
+def _other_lengths() -> Candidates:
+    """beyond-ex-pad-causal's batch misread: its lengths in the other order, or the batch of (5, 3)."""
+    C = causal_mask(5)
+    return [("mask-other-lengths", padding_mask(list(lengths), 5) & C)
+            for lengths in (_DECODER_LENGTHS[::-1], _BATCH_LENGTHS)]
+
+
 def _mask_exercise(label: str, chapter: str, prompt: str, answer_form: str, make: Callable[[], dict],
-                   shape: tuple[int, ...]) -> Exercise:
+                   shape: tuple[int, ...], extra: Callable[[], Candidates] | None = None) -> Exercise:
+    """A mask exercise: ``make()`` returns the reference and the misreadings by misconception key."""
     return Exercise(
         label=label, chapter=chapter, prompt=prompt, answer_form=answer_form, tolerance=_MASK, kind="mask",
         reference=lambda: make()["reference"],
-        wrong_answers=lambda: [(k, v) for k, v in make().items() if k != "reference"],
+        wrong_answers=lambda: [(k, v) for k, v in make().items() if k != "reference"]
+        + (extra() if extra else []),
         mask_shape=shape,
     )
 
@@ -1360,14 +1430,54 @@ _register(_scalar_exercise(
 ))
 
 
+
+def _online_states(*, rescale: str = "right", subtract: bool = True, max_of: str = "running") -> np.ndarray:
+    """The state (m, ℓ) of the online softmax after each key of the large logits, one key per block.
+
+    ``rescale`` is ``"right"`` (ℓ times e^(m − m') when the maximum grows), ``"none"`` or
+    ``"inverted"`` (times e^(m' − m)); ``subtract=False`` adds e^(s_j) itself (it overflows);
+    ``max_of`` is ``"running"``, ``"first"`` (m never updated) or ``"final"`` (the row's maximum
+    from the start). Returns an array of shape (n, 2).
+    """
+    x = np.array(_LARGE_LOGITS)  # (n,)
+    m, ell, rows = -np.inf, 0.0, []
+    for j, s in enumerate(x):
+        m_new = {"running": max(m, s), "first": x[0], "final": x.max()}[max_of]
+        with np.errstate(over="ignore"):  # e^(s_j) overflows to inf without the subtraction
+            if not subtract:
+                ell = ell + np.exp(s)
+            elif j == 0:
+                ell = np.exp(s - m_new)
+            else:
+                corr = {"right": np.exp(m - m_new), "none": 1.0, "inverted": np.exp(m_new - m)}[rescale]
+                ell = corr * ell + np.exp(s - m_new)
+        m = m_new
+        rows.append((m, ell))
+    return np.array(rows)  # (n, 2): (m, ℓ) after each key
+
+
+_register(_scalar_exercise(
+    "cx-ex-online", "06_complexity",
+    "The running state of the online softmax on the logits [1000, 1002, 999, 1001], one key at a time: "
+    "the running maximum m and the running sum ℓ of e^(s_j − m) after each key.",
+    "4 pairs (m, ℓ), one per key in order: the running maximum and the running sum after that key.",
+    _online_states,
+    lambda: [("online-no-rescale", _online_states(rescale="none")),
+             ("online-rescale-inverted", _online_states(rescale="inverted")),
+             ("online-no-max", _online_states(subtract=False)),
+             ("online-m-fixed", _online_states(max_of="first")),
+             ("online-final-max", _online_states(max_of="final"))],
+    names=("key 0", "key 1", "key 2", "key 3"),
+))
+
 # ---- chapter 7: beyond
 _register(_mask_exercise(
     "beyond-ex-pad-causal", "07_beyond",
-    "One boolean mask that combines the padding mask P of the batch (lengths 5 and 3, padded to 5) with "
-    "causal_mask(5).",
-    "Your mask: any shape that broadcasts to (2, 5, 5); boolean (True = may attend), 0/1 or additive "
-    "0/-inf.",
-    lambda: _pad_causal(heads=False), (2, 5, 5),
+    "One boolean mask, for one head, that combines the padding mask of a batch of two sentences of "
+    "lengths 2 and 5 (in that order, padded on the right to 5) with causal_mask(5).",
+    "Your mask for the batch of lengths 2 and 5: any shape that broadcasts to (2, 5, 5); boolean "
+    "(True = may attend), 0/1 or additive 0/-inf.",
+    lambda: _pad_causal(heads=False, lengths=_DECODER_LENGTHS), (2, 5, 5), extra=_other_lengths,
 ))
 
 
@@ -1782,7 +1892,9 @@ def _close(ex: Exercise, a: np.ndarray, b: np.ndarray, atol: float) -> bool:
         # a wrong answer that is not whole (sizes in GiB, counts per pair): as printed, to 0.1 %
         return bool(np.allclose(a64[ok], b64[ok], rtol=1e-3, atol=5e-3))
     with np.errstate(invalid="ignore"):
-        return bool(np.all(np.abs(a64[ok] - b64[ok]) <= atol * (1 + 1e-9)))
+        diff = np.abs(a64[ok] - b64[ok])
+    diff[a64[ok] == b64[ok]] = 0.0  # the same infinity in both (an overflow a wrong answer names)
+    return bool(np.all(diff <= atol * (1 + 1e-9)))
 
 
 def _context(ex: Exercise, answer: np.ndarray | None) -> dict[str, Any]:

@@ -46,6 +46,13 @@ def masked_softmax(x: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         return e / e.sum(axis=-1, keepdims=True)
 
 
+def online_states(x: np.ndarray) -> np.ndarray:
+    """(m, ℓ) after each key as a learner checks them: m the maximum so far, ℓ = Σ e^(s_i − m) so far."""
+    m = np.maximum.accumulate(x)
+    ell = [np.exp(x[: j + 1] - m[j]).sum() for j in range(len(x))]
+    return np.column_stack([m, ell])  # (n, 2)
+
+
 # ---------------------------------------------------------------- right answers, as a learner computes them
 def learner_answers() -> dict[str, object]:
     ex = attnlib.cat_sat_on_mat()
@@ -87,6 +94,7 @@ def learner_answers() -> dict[str, object]:
     _, out["qkv-ex-symmetric:weights"] = attnlib.scaled_dot_product_attention(Q, K_tied, V,
                                                                               return_weights=True)
     out["qkv-ex-symmetric:scores"] = Q @ K_tied.T
+    out["qkv-ex-agree:output"] = attnlib.scaled_dot_product_attention(Q, K, V[::-1])
 
     tr_raw = attnlib.trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens, scale=1.0)
     p = tr_raw.weights[0]
@@ -123,11 +131,11 @@ def learner_answers() -> dict[str, object]:
     cfg = llama.config
     out["cx-ex-kv-memory"] = [attnlib.kv_cache_bytes(replace(cfg, n_kv_heads=h), 4096)
                               for h in (cfg.n_kv_heads, cfg.n_heads)]
+    out["cx-ex-online"] = online_states(np.array([1000.0, 1002.0, 999.0, 1001.0]))
     out["cx-ex-blocks"] = max(b for b in (2**k for k in range(4, 11))
                               if 4 * (b * b + 3 * b * 64) <= 256 * 2**10)
 
-    P = attnlib.padding_mask([5, 3], 5)
-    out["beyond-ex-pad-causal"] = P & attnlib.causal_mask(5)
+    out["beyond-ex-pad-causal"] = attnlib.padding_mask([2, 5], 5) & attnlib.causal_mask(5)
     mha4 = attnlib.MultiHeadAttention.from_weights(ex.Q, ex.K, ex.V, np.eye(4, 5), n_heads=4)
     out["beyond-ex-four-heads:params"] = mha4.n_params
     out["beyond-ex-four-heads:weights"] = mha4(np.eye(5)).weights[:, 0]
@@ -176,11 +184,21 @@ def wrong_answers() -> list[tuple[str, str, object]]:
     S = ex.Q @ ex.K.T  # (5, 5) raw scores
     S4 = ex.Q[:4] @ ex.K[:4].T
     tri = np.tri(5, dtype=bool)
-    P = attnlib.padding_mask([5, 3], 5)  # (2, 1, 5)
+    P = attnlib.padding_mask([2, 5], 5)  # (2, 1, 5): beyond-ex-pad-causal's batch
     abc = attnlib.abc()
+    cs = attnlib.cat_sits()
+    Qc, Kc, Vc = cs.X @ cs.W_Q, cs.X @ cs.W_K, cs.X @ cs.W_V
+    cs_out, cs_w = attnlib.scaled_dot_product_attention(Qc, Kc, Vc, return_weights=True)
     logits = np.array([1000.0, 1002.0, 999.0, 1001.0])
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(logits) / np.exp(logits).sum()  # inf / inf
+        overflowing = np.cumsum(np.exp(logits))  # e^1000 = inf
+    m = np.maximum.accumulate(logits)  # the running maximum
+    first, final = np.full(4, logits[0]), np.full(4, logits.max())
+    no_rescale = np.cumsum(np.exp(logits - m))  # each term relative to the maximum when it was added
+    inverted = [1.0]
+    for j in range(1, 4):  # old ℓ times e^(m' - m) instead of e^(m - m')
+        inverted.append(np.exp(m[j] - m[j - 1]) * inverted[-1] + np.exp(logits[j] - m[j]))
     Q6, K6, V6 = (np.vstack([A, np.ones(4)]) for A in (ex.Q, ex.K, ex.V))
     append_flipped = masked_softmax(Q6 @ K6.T / 2, np.tri(6, dtype=bool).T) @ V6
     heads_scores = np.stack([ex.Q[0, h] * ex.K[:, h] for h in range(4)])  # (H, n_k): "The" in each head
@@ -206,6 +224,14 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("square-weights", "wrong-axis", softmax_rows(S4 / 2, axis=0)),
         ("softmax-stable", "no-max-subtraction", naive),
         ("softmax-stable", "not-normalised", np.exp(logits - logits.max())),
+        ("cx-ex-online", "online-no-rescale", np.column_stack([m, no_rescale])),
+        ("cx-ex-online", "online-rescale-inverted", np.column_stack([m, inverted])),
+        ("cx-ex-online", "online-no-max", np.column_stack([m, overflowing])),
+        ("cx-ex-online", "online-m-fixed", np.column_stack([first, np.cumsum(np.exp(logits - first))])),
+        ("cx-ex-online", "online-final-max", np.column_stack([final, np.cumsum(np.exp(logits - final))])),
+        ("qkv-ex-agree:output", "agree-unchanged", cs_out),
+        ("qkv-ex-agree:output", "agree-weights-reversed", cs_w[::-1] @ Vc),
+        ("qkv-ex-agree:output", "weights-not-output", cs_w),
         ("causal-mask", "mask-flipped", np.triu(np.ones((5, 5), dtype=bool))),
         ("causal-mask", "mask-diagonal-excluded", np.tri(5, k=-1)),
         ("causal-mask", "mask-one-ahead", np.tri(5, k=1, dtype=bool)),
@@ -262,10 +288,12 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("impl-ex-mask", "mask-batch-as-heads", attnlib.padding_mask([5, 3], 5) & attnlib.causal_mask(5)),
         ("impl-ex-mask", "mask-flipped", attnlib.padding_mask([5, 3], 5)[:, None] & tri.T),
         ("beyond-ex-pad-causal", "mask-causal-only", attnlib.causal_mask(5)),
-        ("beyond-ex-pad-causal", "mask-padding-only", attnlib.padding_mask([5, 3], 5)),
-        ("beyond-ex-pad-causal", "mask-or", attnlib.padding_mask([5, 3], 5) | tri),
+        ("beyond-ex-pad-causal", "mask-padding-only", P),
+        ("beyond-ex-pad-causal", "mask-or", P | tri),
         ("beyond-ex-pad-causal", "mask-padding-queries", np.swapaxes(P, 1, 2) & tri),
         ("beyond-ex-pad-causal", "mask-one-ahead", P & np.tri(5, k=1, dtype=bool)),
+        ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 2], 5) & tri),
+        ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 3], 5) & tri),  # chapter 5's
         ("cx-ex-count", "flops-sum-l-adds", [105, 96 + 15 + 3 + 6, 12, 15, 15, 228 + 24]),
         ("cx-ex-count", "flops-exp-counted", [105, 96, 12, 15, 15, 228 + 15]),
         ("cx-ex-count", "flops-max-n-compares", [105, 96, 15, 15, 15, 231]),
@@ -369,7 +397,9 @@ def test_mask_forms_that_broadcast():
     assert check("impl-ex-mask", P[:, None] & C).correct  # (2, 1, 5, 5)
     assert check("impl-ex-mask", np.broadcast_to(P[:, None] & C, (2, 2, 5, 5))).correct
     assert check("impl-ex-mask", np.where(P[:, None] & C, 0.0, -np.inf)).correct
-    assert check("beyond-ex-pad-causal", (P & C).astype(int)).correct
+    P2 = attnlib.padding_mask([2, 5], 5)
+    assert check("beyond-ex-pad-causal", (P2 & C).astype(int)).correct
+    assert check("beyond-ex-pad-causal", np.where(P2 & C, 0.0, -np.inf)).correct
 
 
 def test_shapes_as_lists_or_arrays():
@@ -622,6 +652,7 @@ def test_softmax_reference_follows_its_logits(x):
     with mock.patch.object(exercises, "_LARGE_LOGITS", tuple(logits)):
         ref = exercise("softmax-stable").reference()
         np.testing.assert_allclose(ref, softmax_rows(logits), atol=1e-12)
+        np.testing.assert_allclose(exercise("cx-ex-online").reference(), online_states(logits), rtol=1e-12)
 
 
 def test_hidden_width_reference_follows_d_k():
