@@ -104,6 +104,10 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Each query's weights are a softmax over the keys, along its row, so every row sums to 1. In your "
        "answer the columns sum to 1{col_sums}: the softmax ran over the queries (axis 0).",
        "Normalise along the keys: softmax(..., axis=-1)."),
+    _M("weights-transposed", "weights transposed (one row per key)",
+       "Row i of the weights belongs to query i and holds its weights on every key, so each row sums "
+       "to 1. Your matrix is the transpose: one row per key, and its columns sum to 1.",
+       "Transpose your matrix, or compute softmax(Q @ K.T / √d_k, axis=-1) directly."),
     _M("k-not-transposed", "K not transposed (Q K instead of Q Kᵀ)",
        "The score s_ij = q_i · k_j pairs a row of Q with a row of K, so S = Q Kᵀ. Your numbers come from "
        "Q K, which exists here only because the matrices are square, and pairs rows of Q with columns "
@@ -223,8 +227,8 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Var(α q·k) = α² d_k σ_q² σ_k²: α must cancel a square root of that.",
        "α = 1 / (σ_q σ_k √d_k)."),
     _M("sigma-multiplied", "multiplied by σ_q σ_k",
-       "Larger components make the scores larger, so the factor must shrink them: divide by σ_q σ_k.",
-       "α = 1 / (σ_q σ_k √d_k)."),
+       "Larger components make the scores larger, so the factor must shrink them, not grow them.",
+       "Redo the variance of α q·k with your α and compare it with 1."),
     _M("entropy-bits", "entropy in bits",
        "attnlib.entropy and this book use the natural logarithm (nats); your entropy uses log base 2.",
        "Use −Σ p ln p (np.log)."),
@@ -256,9 +260,9 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "These are the numbers the sentence states; the question asks for the weights Q, K and V give.",
        "Compute them with trace_attention."),
     _M("overflow-off-by-one", "the last x that does not overflow",
-       "ln 65504 ≈ 11.09: e^11 is still finite in float16, and the first integer above the threshold "
-       "is where exp overflows.",
-       "Take the first integer above ln 65504."),
+       "At your x, e^x is still a finite float16 number; the question asks for the first whole x at "
+       "which exp overflows.",
+       "Compare e^x with 65504, the largest float16 number, at your x and at the next whole number."),
     _M("overflow-float32", "the float32 threshold",
        "Your x is where exp overflows float32 (largest number about 3.4e38); these logits are float16 "
        "(largest 65504).",
@@ -1903,18 +1907,41 @@ def _context(ex: Exercise, answer: np.ndarray | None) -> dict[str, Any]:
     ctx.update(ex.context())
     if answer is not None and answer.ndim >= 1 and np.isfinite(answer.astype(np.float64)).all():
         ctx["row_sums"] = _fmt_vector(answer.sum(axis=-1))
-        if answer.ndim >= 2:
-            ctx["col_sums"] = f" ({_fmt_vector(answer.sum(axis=-2))})"
+        cols = answer.astype(np.float64).sum(axis=-2) if answer.ndim >= 2 else None
+        if cols is not None and np.allclose(cols, 1, atol=0.01):
+            ctx["col_sums"] = f" ({_fmt_vector(cols)})"
     return ctx
+
+
+# The weights' messages, for an answer that is an output computed from such weights (its rows and
+# columns are sums of values, not of weights).
+_OUTPUT_EXPLANATIONS = {
+    "wrong-axis": "Your numbers are what weights from a softmax over the queries (axis 0) give. Each "
+                  "query's weights are a softmax over the keys, along its row of the scores, so that "
+                  "each row of the weights sums to 1.",
+    "not-normalised": "Your numbers come from weights that do not sum to 1: the exponentials were not "
+                      "divided by their row's sum, or by the wrong sum.",
+    "mask-after-softmax": "Your numbers come from the unmasked softmax with the forbidden weights set to 0 "
+                          "afterwards, so the remaining weights of a row no longer sum to 1.",
+}
+
+
+def _fill(template: str, ctx: dict[str, Any]) -> str:
+    """``template`` with the exercise's numbers, and without "d_k = d_k" where it has none."""
+    text = template.format(**ctx)
+    for same in ("d_k = d_k", "√d_k = √d_k", "√n = √n", "d_v = d_v"):
+        text = text.replace(same, same.split(" = ")[0])
+    return text
 
 
 def _named(ex: Exercise, key: str, answer: np.ndarray | None, extra: str = "") -> Feedback:
     m = MISCONCEPTIONS[key]
     ctx = _context(ex, answer)
-    text = m.explanation.format(**ctx)
+    weights_text = ex.rows_sum_to_one or key not in _OUTPUT_EXPLANATIONS or ex.kind == "mask"
+    text = _fill(m.explanation if weights_text else _OUTPUT_EXPLANATIONS[key], ctx)
     if extra:
         text = f"{extra} {text}"
-    return Feedback(ex.label, "incorrect", text, key, m.hint.format(**ctx))
+    return Feedback(ex.label, "incorrect", text, key, _fill(m.hint, ctx))
 
 
 def _entry_name(ex: Exercise, idx: tuple[int, ...]) -> str:
@@ -1928,17 +1955,13 @@ def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedb
     diff = np.abs(a64 - r64)
     tol = 0 if ex.kind == "integer" else ex.atol
     n_off = int((diff > tol * (1 + 1e-9)).sum())
-    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape)) if diff.ndim else ()
-    where = _entry_name(ex, idx)
-    if ex.names is not None and len(idx) > 1:
-        where += f", entry {_fmt_index(idx[1:])}"
     lead = "Not the expected answer" if arr.size == 1 else \
         f"Not the expected answer: {n_off} of {arr.size} entries {'is' if n_off == 1 else 'are'} off"
     if ex.kind != "integer":
         lead += f" by more than {_fmt_num(ex.atol)}"
-    # Where the answer is furthest off, never the expected value or the direction: either would let
-    # a learner read the answer off the messages (or bisect it) instead of computing it.
-    text = f"{lead}; the largest difference is at {where}." if arr.size > 1 else f"{lead}."
+    # How many entries are off, never where, by how much or in which direction: any of these lets a
+    # learner recover the answer from the messages (by bisection) instead of computing it.
+    text = f"{lead}."
     if note:
         text = f"{note} {text}"
     return Feedback(ex.label, "incorrect", text, None, "Recompute step by step; "
@@ -1982,6 +2005,9 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
                          f"finite number.{hint}")
     if ex.rows_sum_to_one:
         rows = a64.sum(axis=-1)
+        if a64.ndim == 2 and a64.shape == ref.T.shape and _close(ex, arr, ref.T, ex.atol) and \
+                not _close(ex, ref, ref.T, ex.atol):
+            return _named(ex, "weights-transposed", given, note)
         if a64.ndim == 2 and not np.allclose(rows, 1, atol=2 * ex.atol) and \
                 np.allclose(a64.sum(axis=0), 1, atol=2 * ex.atol):
             return _named(ex, "wrong-axis", given, note)
@@ -2011,15 +2037,11 @@ def _judge_mask(ex: Exercise, arr: np.ndarray) -> Feedback:
             return _named(ex, key, None)
     if np.array_equal(got, ~ref):
         return _named(ex, "mask-inverted", None)
-    diff = np.argwhere(got != ref)
-    idx = tuple(int(i) for i in diff[0])
-    row = f"query {idx[-2]}" if len(idx) == 2 else f"query {idx[-2]} of {_fmt_index(idx[:-2])}"
-    # Which row, not which entry: naming the entry (and whether it should be allowed) would hand
-    # over the mask one bit at a time.
+    # Not how many entries differ, nor where: either would hand over the mask one entry at a time.
     return Feedback(
         ex.label, "incorrect",
-        f"Not the expected mask: {len(diff)} of {got.size} entries differ (after broadcasting to "
-        f"{_fmt_shape(shape)}); the first wrong row is that of {row}.",
+        f"Not the expected mask (compared after broadcasting to {_fmt_shape(shape)}), and none of the "
+        "usual mistakes. Write down, for one query, which keys it may see and why, then check your rows.",
         None, "Build it from causal_mask and padding_mask (or np.tri) and combine with & and ~.",
     )
 
