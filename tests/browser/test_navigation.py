@@ -1,0 +1,87 @@
+"""The sidebar toggles a reader sees open the chapter list and the page contents at every width.
+
+Below 992 px the chapter list (primary sidebar) is a drawer opened by the "Toggle primary sidebar"
+button of the article header; below 1200 px the page contents (secondary sidebar) is one too. The
+themes bind their handlers to the first toggle of each kind in the page, a hidden one, so
+``book/_static/nav-toggles.js`` forwards clicks from the others. Each test clicks the button a reader
+can see, as a reader would (a real mouse click at its position), and looks at what opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+PAGE = "book/02_qkv.html"
+TIMEOUT_MS = 15_000
+
+
+def _open(browser: Any, base_url: str, width: int) -> tuple[Any, Any]:
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(f"{base_url}/{PAGE}", wait_until="load")
+    return context, page
+
+
+def _visible_toggle(page: Any, kind: str) -> Any:
+    toggles = page.locator(f".{kind}-toggle").filter(visible=True)
+    assert toggles.count() == 1, f"{toggles.count()} visible .{kind}-toggle buttons"
+    return toggles.first
+
+
+@pytest.mark.parametrize("width", [390, 800])
+def test_the_chapter_list_opens_on_a_narrow_screen(width: int, browser: Any, base_url: str) -> None:
+    context, page = _open(browser, base_url, width)
+    try:
+        dialog = page.locator("#pst-primary-sidebar-modal")
+        assert not dialog.evaluate("d => d.open")
+        button = _visible_toggle(page, "primary")
+        button.click()
+        page.wait_for_function("document.querySelector('#pst-primary-sidebar-modal').open")
+        link = dialog.locator("a[href*='04_worked_examples']").first
+        assert link.is_visible(), "the drawer is open but the chapter list is not in it"
+        box = link.bounding_box()
+        assert box and 0 <= box["x"] and box["x"] + box["width"] <= width, box
+        page.keyboard.press("Escape")
+        page.wait_for_function("!document.querySelector('#pst-primary-sidebar-modal').open")
+        assert page.evaluate("document.activeElement.classList.contains('primary-toggle')")
+        # and a chapter in the list opens
+        button.click()
+        page.wait_for_function("document.querySelector('#pst-primary-sidebar-modal').open")
+        link.click()
+        page.wait_for_url("**/04_worked_examples.html")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [390, 800, 1100])
+def test_the_page_contents_open_below_1200_px(width: int, browser: Any, base_url: str) -> None:
+    context, page = _open(browser, base_url, width)
+    try:
+        _visible_toggle(page, "secondary").click()
+        page.wait_for_function("document.querySelector('#pst-secondary-sidebar-modal').open")
+        entry = page.locator("#pst-secondary-sidebar-modal a.nav-link").filter(visible=True)
+        assert entry.count() >= 3, "the page contents drawer opened without its entries"
+        page.keyboard.press("Escape")
+        page.wait_for_function("!document.querySelector('#pst-secondary-sidebar-modal').open")
+    finally:
+        context.close()
+
+
+def test_on_a_wide_screen_the_toggle_hides_and_shows_the_chapter_list(browser: Any, base_url: str) -> None:
+    context, page = _open(browser, base_url, 1366)
+    try:
+        sidebar = page.locator("#pst-primary-sidebar")
+        assert sidebar.is_visible()
+        button = _visible_toggle(page, "primary")
+        button.click()
+        page.wait_for_function("document.querySelector('#pst-primary-sidebar').classList"
+                               ".contains('pst-sidebar-hidden')")
+        button.click()
+        page.wait_for_function("!document.querySelector('#pst-primary-sidebar').classList"
+                               ".contains('pst-sidebar-hidden')")
+        assert not page.evaluate("document.querySelector('#pst-primary-sidebar-modal').open")
+    finally:
+        context.close()
