@@ -85,3 +85,30 @@ def test_on_a_wide_screen_the_toggle_hides_and_shows_the_chapter_list(browser: A
         assert not page.evaluate("document.querySelector('#pst-primary-sidebar-modal').open")
     finally:
         context.close()
+
+
+def test_formulas_are_not_tab_stops(toc_pages: list[str], browser: Any, base_url: str) -> None:
+    """A keyboard user tabs to links and controls, not to each of hundreds of formulas (MathJax's
+    ``inTabOrder: false``, set in _config.yml); screen readers still read each formula (its assistive
+    MathML stays)."""
+    context = browser.new_context()
+    context.set_default_timeout(30_000)
+    counted = 0
+    try:
+        page = context.new_page()
+        for rel in toc_pages:
+            page.goto(f"{base_url}/{rel}", wait_until="load")
+            if not page.locator("mjx-container, .math").count():
+                continue
+            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+            page.evaluate("MathJax.startup.promise")
+            total, tabbable, spoken = page.evaluate("""() => {
+                const all = [...document.querySelectorAll('mjx-container')];
+                return [all.length, all.filter(e => e.tabIndex >= 0).length,
+                        all.filter(e => e.querySelector('mjx-assistive-mml')).length];
+            }""")
+            assert total > 0 and tabbable == 0 and spoken == total, (rel, total, tabbable, spoken)
+            counted += total
+    finally:
+        context.close()
+    assert counted > 1000, counted  # the chapters hold well over a thousand formulas
