@@ -313,3 +313,16 @@ def test_the_install_cell_fails_loudly_when_pip_fails():
     cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
     with pytest.raises(RuntimeError, match="failed: see pip's message"):
         _run_install_cell(cell.source, missing={"attnlib"}, environ={}, pip_works=False)
+
+
+def test_code_cells_are_numbered_as_one_run_from_the_top(built):
+    """Execution counts 1, 2, 3, ... with the install cell first, as a reader's run from the top gives
+    them (the chapter's counts had gaps where cells were dropped); execute results carry their cell's."""
+    for name, nb in built.items():
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert "install" in code[0].metadata.get("tags", []), name
+        assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), name
+        for cell in code:
+            for output in cell.outputs:
+                if output.output_type == "execute_result":
+                    assert output.execution_count == cell.execution_count, (name, cell.source[:60])

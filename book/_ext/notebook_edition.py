@@ -929,8 +929,30 @@ def build(root: Path = ROOT, edition: str = "notebook") -> dict[str, NotebookNod
     bibliography = Bibliography.load(root / "book" / "references.bib")
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     source = install_source(Repository.from_config(root), attnlib.__version__)
-    return {c.path.name: render_chapter(c, labels, bibliography, source, config["title"], edition)
+    return {c.path.name: _numbered(render_chapter(c, labels, bibliography, source, config["title"], edition))
             for c in chapters}
+
+
+def _numbered(nb: NotebookNode) -> NotebookNode:
+    """Execution counts 1, 2, 3, ... down the notebook, the install cell first: what a reader's run
+    from the top gives (the chapter's own counts have gaps where claim and glue-only cells were
+    dropped, and its run never held the install cell). Outputs are the chapter's, unchanged."""
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if not cell.source.strip() or (cell.execution_count is None and not _is_install(cell)):
+            continue  # a cell the chapter did not run (a student's emptied solution) stays unnumbered
+        count += 1
+        cell.execution_count = count
+        for output in cell.get("outputs", []):
+            if output.output_type == "execute_result":
+                output.execution_count = count
+    return nb
+
+
+def _is_install(cell: NotebookNode) -> bool:
+    return "install" in cell.metadata.get("tags", [])
 
 
 def mark_chapters(root: Path = ROOT) -> list[str]:
