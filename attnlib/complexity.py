@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
+from attnlib._table import Table
 from attnlib.core import scaled_dot_product_attention
 
 __all__ = [
@@ -231,12 +232,14 @@ class FlopCounts:
         """FLOPs of the two matrix products ``Q Kᵀ`` and ``A V`` alone (≈ ``2 n_q n_k (d_k + d_v)``)."""
         return self.stage("QK").flops + self.stage("AV").flops
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """A plain-text table: one row per stage, then the totals.
 
         Returns
         -------
-        str
+        Table
+            A ``str`` (the text below); in Jupyter and in the book an HTML table whose caption is
+            the first line and whose note is the last (:class:`attnlib._table.Table`).
 
         Examples
         --------
@@ -275,7 +278,9 @@ class FlopCounts:
         ]
         out += [line(r[0], r[1], [f"{v:,}" for v in r[2:]]) for r in rows]
         out.append("FLOPs = mul + add + cmp + div (subtractions count as adds); exps counted separately")
-        return "\n".join(out)
+        return Table("\n".join(out), columns=("stage", "operation", *heads),
+                     rows=[(r[0], r[1], *(f"{v:,}" for v in r[2:])) for r in rows],
+                     caption=out[0], notes=(out[-1],), align=("left", "left") + ("right",) * len(heads))
 
 
 def flop_counts(n_q: int, n_k: int, d_k: int, d_v: int) -> FlopCounts:
@@ -444,12 +449,14 @@ class MemoryCounts:
         """Bytes of one ``(n_q, n_k)`` score (or weight) matrix."""
         return self.n_q * self.n_k * self.itemsize
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """A plain-text table: per stage the live arrays, elements and bytes; then the peak.
 
         Returns
         -------
-        str
+        Table
+            A ``str`` (the text below); in Jupyter and in the book an HTML table whose caption is
+            the first line and whose note is the peak (:class:`attnlib._table.Table`).
 
         Examples
         --------
@@ -483,7 +490,10 @@ class MemoryCounts:
         out.append(
             f"peak: {self.peak_bytes:,} bytes ({_format_bytes(self.peak_bytes)}) at stage {self.peak_stage!r}"
         )
-        return "\n".join(out)
+        return Table("\n".join(out), columns=("stage", "live arrays", "elements", "bytes"),
+                     rows=[(s.name, t, f"{s.elements:,}", f"{s.bytes:,}")
+                           for s, t in zip(self.stages, live, strict=True)],
+                     caption=out[0], notes=(out[-1],), align=("left", "left", "right", "right"))
 
 
 def memory_bytes(
@@ -709,7 +719,7 @@ class AttentionScaleTable:
                 return r
         raise KeyError(f"no model {name!r}; the table has {[r.config.name for r in self.rows]}")
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """A plain-text table, one model per row.
 
         Columns: layers, query heads (and KV heads when fewer), ``d_head``,
@@ -719,7 +729,12 @@ class AttentionScaleTable:
 
         Returns
         -------
-        str
+        Table
+            A ``str`` whose ``source`` column is each row's BibTeX key. In
+            Jupyter and in the book it displays as an HTML table whose
+            ``source`` column names the work as a reader cites it ("Brown et
+            al. 2020", the start of :attr:`ModelConfig.source`) and whose
+            notes say where each number is stated (:class:`attnlib._table.Table`).
 
         Examples
         --------
@@ -744,7 +759,16 @@ class AttentionScaleTable:
 
         title = (f"attention scores at training context, batch 1, {self.dtype_bytes} bytes per score "
                  "(binary units: 1 GiB = 2^30 B)")
-        return "\n".join([title, line(header), *(line(row) for row in body)])
+        shown = [(*row[:-1], _short_source(r.config)) for row, r in zip(body, self.rows, strict=True)]
+        return Table("\n".join([title, line(header), *(line(row) for row in body)]),
+                     columns=header, rows=shown, caption=title,
+                     notes=[f"{r.config.name}: {r.config.source}" for r in self.rows],
+                     align=["left" if i in left else "right" for i in range(len(header))])
+
+
+def _short_source(config: ModelConfig) -> str:
+    """The work a row cites, as the text cites it: ``"Brown et al. 2020"``, ``source`` up to a comma."""
+    return config.source.split(",", 1)[0].strip()
 
 
 def attention_scale_table(

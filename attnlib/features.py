@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from attnlib._table import Table
+
 __all__ = ["HandFeatures", "animal_street"]
+
+_TABLE_CAPTIONS = {
+    "Q": "Q, what each word looks for: one row per word, one column per feature",
+    "K": "K, what each word offers: one row per word, one column per feature",
+    "V": "V, what each word hands over: one row per word, one column per feature",
+}
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:
@@ -87,16 +95,26 @@ class HandFeatures:
     def d_k(self) -> int:
         return len(self.feature_names)
 
-    def describe(self) -> str:
-        """One line per dimension: its index, name and meaning."""
+    def describe(self) -> Table:
+        """One line per dimension: its index, name and meaning.
+
+        A :class:`attnlib._table.Table`: a ``str`` when printed, an HTML table in Jupyter and the book.
+        """
         width = max(len(f) for f in self.feature_names)
-        return "\n".join(
-            f"{t}  {name:<{width}}  {note}"
-            for t, (name, note) in enumerate(zip(self.feature_names, self.feature_notes, strict=True))
+        rows = [(f"{t}", name, note)
+                for t, (name, note) in enumerate(zip(self.feature_names, self.feature_notes, strict=True))]
+        return Table(
+            "\n".join(f"{t}  {name:<{width}}  {note}" for t, name, note in rows),
+            columns=("dimension", "feature", "meaning"), rows=rows,
+            caption=f"the {self.d_k} named dimensions of the queries and keys",
+            align=("right", "left", "left"),
         )
 
-    def table(self, which: str, decimals: int = 2) -> str:
+    def table(self, which: str, decimals: int = 2) -> Table:
         """``Q``, ``K`` or ``V`` as a table: one row per token, one column per named feature.
+
+        Returns a :class:`attnlib._table.Table`: the fixed-width text when printed, an HTML table
+        (caption, header row) in Jupyter and the book.
 
         Raises
         ------
@@ -118,7 +136,9 @@ class HandFeatures:
         out = [" " * label_w + "".join(f"  {h:>{w}}" for h, w in zip(cols, widths, strict=True))]
         for tok, row in zip(self.tokens, cells, strict=True):
             out.append(f"{tok:<{label_w}}" + "".join(f"  {x:>{w}}" for x, w in zip(row, widths, strict=True)))
-        return "\n".join(out)
+        return Table("\n".join(out), columns=("word", *cols),
+                     rows=[(tok, *row) for tok, row in zip(self.tokens, cells, strict=True)],
+                     caption=_TABLE_CAPTIONS[which], align=("left",) + ("right",) * len(cols))
 
 
 # The content features: (name, meaning). Keys are 0 or 1; queries are "how strongly".

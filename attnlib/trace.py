@@ -23,11 +23,22 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
+from attnlib._table import Table
 from attnlib.core import scaled_dot_product_attention
 
 __all__ = ["AttentionTrace", "trace_attention"]
 
 _STAGES = ("Q", "K", "V", "scores", "scaled_scores", "weights", "output")
+# The caption of each stage's table (the HTML view of AttentionTrace.table; the text has none).
+_CAPTIONS = {
+    "Q": "Q, the queries: one row per query token",
+    "K": "K, the keys: one row per key token",
+    "V": "V, the values: one row per key token",
+    "scores": "scores Q Kᵀ: one row per query, one column per key",
+    "scaled_scores": "scaled scores, the scores times the scale: one row per query, one column per key",
+    "weights": "weights, the softmax of each row of scaled scores: one row per query, one column per key",
+    "output": "output, the weights times V: one row per query token",
+}
 
 # explain() shows exp(s) of the scaled scores themselves unless the largest
 # would print as more than this (then it shows exp(s - max), as the code does).
@@ -371,7 +382,7 @@ class AttentionTrace:
         note_slip(slip)
         return "\n".join(lines)
 
-    def table(self, stage: str, decimals: int = 4) -> str:
+    def table(self, stage: str, decimals: int = 4) -> Table:
         """One stage of the computation as a labelled fixed-width matrix.
 
         Parameters
@@ -382,12 +393,14 @@ class AttentionTrace:
 
         Returns
         -------
-        str
-            A header line, then one line per token: the row label followed by
-            the entries. Columns are the key tokens for ``scores``,
+        Table
+            A ``str``: a header line, then one line per token: the row label
+            followed by the entries. Columns are the key tokens for ``scores``,
             ``scaled_scores`` and ``weights``, and ``d0 d1 ...`` for ``Q``,
             ``K``, ``V`` and ``output``. Rows are the query tokens, except for
             ``K`` and ``V`` (key tokens). Masked scaled scores print as ``-inf``.
+            In Jupyter and in the book it displays as an HTML table whose
+            caption names the stage (:class:`attnlib._table.Table`).
 
         Raises
         ------
@@ -421,7 +434,10 @@ class AttentionTrace:
         for label, cell in zip(rows, cells, strict=True):
             entries = "".join(f"  {x:>{w}}" for x, w in zip(cell, widths, strict=True))
             out.append(f"{label:<{label_w}}{entries}")
-        return "\n".join(out)
+        corner = "key" if stage in ("K", "V") else "query"
+        return Table("\n".join(out), columns=(corner, *cols),
+                     rows=[(label, *cell) for label, cell in zip(rows, cells, strict=True)],
+                     caption=_CAPTIONS[stage], align=("left",) + ("right",) * len(cols))
 
 
 def _labels(tokens: Any, n_q: int, n_k: int) -> tuple[tuple[str, ...], tuple[str, ...]]:

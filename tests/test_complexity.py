@@ -839,3 +839,32 @@ def test_cheap_variants_grow_more_slowly_than_full():
 def test_attention_variant_costs_bad_inputs(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         attention_variant_costs(**kwargs)
+
+
+# --------------------------------------------------------------------------- the tables as HTML
+def test_flop_and_memory_tables_keep_their_text_and_display_as_html_tables():
+    counts = flop_counts(4, 4, 2, 2).table()
+    lines = counts.splitlines()
+    assert counts.caption == lines[0] and counts.notes == (lines[-1],)  # title and note, as in the text
+    assert [r[0] for r in counts.rows] == [s.name for s in flop_counts(4, 4, 2, 2).stages] + ["total"]
+    assert counts.rows[-1][2:] == ("80", "68", "12", "16", "16", "176")
+    html = counts._repr_html_()
+    assert html.count('<th scope="row"') == 9 and html.count('class="num"') == 6 + 9 * 6
+    mem = memory_bytes(4, 4, 2, 2, np.float32).table()
+    assert mem.caption == mem.splitlines()[0] and mem.notes == ("peak: 192 bytes (192 B) at stage 'output'",)
+    assert mem.align == ("left", "left", "right", "right") and mem.rows[3] == (
+        "output", "Q(4,2) K(4,2) V(4,2) A(4,4) O(4,2)", "48", "192")
+    assert "peak: 192 bytes (192 B) at stage &#x27;output&#x27;" in mem._repr_html_()
+
+
+def test_models_table_cites_works_by_name_in_html_and_says_where_each_number_is():
+    t = attention_scale_table().table()
+    assert "brown2020language" in t  # the text keeps the BibTeX keys (as printed before)
+    html = t._repr_html_()
+    for c in MODEL_CONFIGS:
+        assert c.citation not in html, c.citation  # no BibTeX key reaches a reader of the HTML
+        assert f"{c.name}: {c.source}".replace("'", "&#x27;") in html
+    sources = [row[-1] for row in t.rows]
+    assert sources == ["Radford et al. 2019", "Devlin et al. 2019", "Brown et al. 2020",
+                       "Touvron et al. 2023b", "Dosovitskiy et al. 2021", "Lin et al. 2023"]
+    assert t.align[0] == "left" and t.align[-1] == "left" and set(t.align[1:-1]) == {"right"}

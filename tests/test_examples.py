@@ -118,3 +118,22 @@ def test_untraceable_pattern_catches_the_old_wording():
                 "a published worked example", "``shared/seeds``"):
         assert _UNTRACEABLE.search(old), old
     assert not _UNTRACEABLE.search("the book's 3-token example in 2-D, small enough to draw")
+
+
+# --------------------------------------------------------------------------- chapter 2's feature tables
+def test_feature_tables_print_as_before_and_display_as_html_tables():
+    from attnlib.features import animal_street
+
+    words = animal_street()
+    described = words.describe()
+    assert described.splitlines()[0].split()[:2] == ["0", "noun"] and len(described.splitlines()) == words.d_k
+    html = described._repr_html_()
+    assert re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', html) == ["dimension", "feature", "meaning"]
+    assert html.count('<th scope="row"') == words.d_k and "named dimensions" in described.caption
+    K = words.table("K")
+    assert K.splitlines()[0].split() == list(words.feature_names)  # the text's header line, as before
+    html = K._repr_html_()
+    assert re.findall(r'<th scope="row"[^>]*>([^<]*)</th>', html) == ["didn&#x27;t" if t == "didn't" else t
+                                                                      for t in words.tokens]
+    assert html.count('class="num"') == words.n * words.d_k + words.d_k  # every entry and its header
+    assert "offers" in K.caption and "looks for" in words.table("Q").caption

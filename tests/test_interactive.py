@@ -39,15 +39,20 @@ def test_html_is_deterministic_and_offline(explorer: StaticFigure, tr) -> None:
     html = explorer.to_html()
     assert html == again.to_html(), "two calls must give the same HTML (nbval compares it)"
     assert explorer.to_plotly_json() == again.to_plotly_json()
-    assert f'id="{explorer.div_id}"' in html
-    assert 'class="plotly-graph-div"' in html
-    assert f'Plotly.newPlot(                        "{explorer.div_id}"' in html or (
-        f'"{explorer.div_id}"' in html and "Plotly.newPlot" in html
-    )
+    assert f'id="{explorer.div_id}"' in html and f'data-explorer="{explorer.div_id}"' in html
+    assert 'class="attnlib-spec"' in html and '"displaylogo":false' in html
     assert "<script src" not in html.lower() and "cdn" not in html.lower() and "https://" not in html
     assert "mathjax" not in html.lower()
-    assert '"displaylogo": false' in html
     assert re.search(r'aria-describedby="[^"]+-alt"', html) and "<figcaption>" in html
+    assert 'aria-live="polite"' in html and html.count('class="attnlib-state"') == len(explorer.states)
+
+
+def test_no_text_in_the_svg_that_could_overlap_on_a_phone(explorer: StaticFigure) -> None:
+    """Titles and arithmetic live in the states (HTML that wraps), not in the SVG; no fixed width."""
+    layout = explorer.fig.layout
+    assert layout.width is None, "a fixed width scrolls sideways on a phone"
+    assert not layout.annotations and not layout.title.text
+    assert layout.height <= 460
 
 
 def test_mimebundle_has_html_and_plotly_json(explorer: StaticFigure) -> None:
@@ -59,29 +64,44 @@ def test_mimebundle_has_html_and_plotly_json(explorer: StaticFigure) -> None:
 
 
 def test_stepper_has_every_state_and_each_equals_the_trace(tr) -> None:
-    fig = pipeline_stepper(tr).fig
+    sf = pipeline_stepper(tr)
+    fig = sf.fig
     buttons = fig.layout.updatemenus[0].buttons
     steps = fig.layout.sliders[0].steps
     assert [b.label for b in buttons] == list(tr.tokens)
     assert len(steps) == len(STEPS) == 4
-    assert len(buttons) * len(steps) == 20
+    assert sorted(sf.states) == [(i, s) for i in range(tr.n_q) for s in range(4)]
     for i, button in enumerate(buttons):
         assert button.args[0]["visible"] == [k == i for k in range(tr.n_q)]
-        assert button.args[1][f"annotations[{i}].visible"] is True
-    for (stage, _, _), step in zip(STEPS, steps, strict=True):
-        traces, layout = step.args
+    for s, ((stage, _, _), step) in enumerate(zip(STEPS, steps, strict=True)):
+        traces, _ = step.args
         matrix = getattr(tr, stage)
         for i in range(tr.n_q):
             np.testing.assert_array_equal(np.array(traces["y"][i], dtype=float), matrix[i])
             expected_x = [f"d{c}" for c in range(tr.d_v)] if stage == "output" else list(tr.key_tokens)
             assert list(traces["x"][i]) == expected_x
-            note = layout[f"annotations[{i}].text"].replace("\u00a0", " ")
+            state = sf.states[(i, s)]
+            lines = "\n".join(state.lines)
             for line in explain_blocks(tr, i)["7" if stage == "output" else "2" if stage == "scores" else
                                            "3" if stage == "scaled_scores" else "6"][1:]:
-                assert line.strip() in note, f"{stage}, query {tr.tokens[i]}: {line!r} missing"
+                assert line.strip() in lines, f"{stage}, query {tr.tokens[i]}: {line!r} missing"
+            assert state.summary.startswith(f"Query “{tr.tokens[i]}”, step {s + 1} of 4, ")
+            table = state.tables[0]
+            if stage == "output":
+                assert table.columns == ("coordinate", "output")
+                np.testing.assert_allclose([float(r[1]) for r in table.rows], tr.output[i], atol=5e-5, rtol=0)
+            else:  # one column per step so far, the last one this step's row
+                assert len(table.columns) == s + 2 and [r[0] for r in table.rows] == list(tr.key_tokens)
+                np.testing.assert_allclose([float(r[-1]) for r in table.rows], matrix[i], atol=5e-5, rtol=0)
     # the initial figure is query 0 at step 0
     np.testing.assert_array_equal(np.array(fig.data[0].y, dtype=float), tr.scores[0])
     assert [t.visible for t in fig.data] == [True] + [False] * (tr.n_q - 1)
+    cat = tr.tokens.index("cat")
+    assert sf.states[(cat, 2)].summary == (
+        "Query “cat”, step 3 of 4, weights, which add up to 1: "
+        + ", ".join(f"“{k}” {w:.4f}" for k, w in zip(tr.key_tokens, tr.weights[cat], strict=True))
+        + f"; the largest, {tr.weights[cat].max():.4f}, is on “The”."
+    )
 
 
 def test_heatmap_data_and_hover_for_cat_the(tr) -> None:
@@ -97,6 +117,31 @@ def test_heatmap_data_and_hover_for_cat_the(tr) -> None:
     assert "%{customdata[0]}" in trace.hovertemplate and "%{customdata[3]}" in trace.hovertemplate
 
 
+def test_heatmap_gives_the_keyboard_the_hover_arithmetic(tr) -> None:
+    """A button per query outlines its row; its state writes out every cell as the hover label does."""
+    sf = hover_heatmap(tr)
+    custom = sf.fig.data[0].customdata
+    buttons = sf.fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == list(tr.tokens) and sorted(sf.states) == [(i,) for i in range(5)]
+    for i, button in enumerate(buttons):
+        assert button.method == "relayout"
+        assert button.args[0] == {"shapes[0].y0": i - 0.5, "shapes[0].y1": i + 0.5}
+        state = sf.states[(i,)]
+        for j, key in enumerate(tr.key_tokens):
+            dot, scaled, exp, weight = custom[i][j]
+            block = [f"{tr.tokens[i]} → {key}", f"  q·k = {dot}", f"  scaled: {scaled}", f"  exp: {exp}",
+                     f"  weight = {weight}"]
+            assert "\n".join(block) in "\n".join(state.lines)
+        (table,) = state.tables
+        assert table.columns == ("key", "q·k", "scaled", "exp", "weight")
+        np.testing.assert_allclose([float(r[1]) for r in table.rows], tr.scores[i], atol=5e-5, rtol=0)
+        np.testing.assert_allclose([float(r[2]) for r in table.rows], tr.scaled_scores[i], atol=5e-5, rtol=0)
+        np.testing.assert_allclose([float(r[4]) for r in table.rows], tr.weights[i], atol=5e-5, rtol=0)
+    cat = tr.tokens.index("cat")
+    assert sf.states[(cat,)].summary.endswith(f"the largest, {tr.weights[cat].max():.4f}, is on “The”.")
+    assert "“The” 0.4026" in sf.states[(cat,)].summary
+
+
 def test_masked_cells_are_empty_not_numbers() -> None:
     ex = cat_sat_on_mat()
     mask = np.tril(np.ones((5, 5), dtype=bool))
@@ -104,6 +149,9 @@ def test_masked_cells_are_empty_not_numbers() -> None:
     heat = hover_heatmap(tr).fig.data[0]
     assert heat.z[0][1] is None and heat.text[0][1] == "masked"
     assert "masked" in heat.customdata[0][1][1]
+    row = hover_heatmap(tr).states[(0,)]  # "The" may attend to itself only
+    assert row.tables[0].rows[1][2:] == ("masked", "masked", "masked")
+    assert "“cat” masked" in row.summary and "the largest, 1.0000, is on “The”" in row.summary
     step = pipeline_stepper(tr).fig.layout.sliders[0].steps[1]  # scaled scores
     assert step.args[0]["y"][0][1:] == [None] * 4
 

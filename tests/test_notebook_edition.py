@@ -326,3 +326,55 @@ def test_code_cells_are_numbered_as_one_run_from_the_top(built):
             for output in cell.outputs:
                 if output.output_type == "execute_result":
                     assert output.execution_count == cell.execution_count, (name, cell.source[:60])
+
+
+# --------------------------------------------------------------------------- figures and citations
+def _source_figures(name: str) -> list[dict]:
+    source = nbformat.read(ROOT / "book" / name, as_version=4)
+    return [options for c in source.cells if c.cell_type == "code" and (options := edition.figure_options(c))]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
+    """Each captioned figure of the chapter (mystnb.figure in its cell's metadata) reads "**Figure 3.2.**
+    caption" under its image, numbered 1, 2, ... in order; a solution's figure inside its solution."""
+    figures = _source_figures(name)
+    assert figures, f"{name} has no captioned figure (the test would check nothing)"
+    chapter, cells = int(name[:2]), built[name].cells
+    found = [(i, m) for i, c in enumerate(cells) if c.cell_type == "markdown"
+             for m in re.findall(r"\*\*Figure (\d+)\.(\d+)\.\*\* ", c.source)]
+    assert [(int(a), int(b)) for _, (a, b) in found] == [(chapter, k) for k in range(1, len(figures) + 1)]
+    for i, _ in found:
+        if "solution" in cells[i].metadata.get("tags", []):
+            assert "data:image/png;base64," in cells[i].source, f"{name}: a solution's caption, no figure"
+        else:
+            outputs = cells[i - 1].get("outputs", []) if cells[i - 1].cell_type == "code" else []
+            assert any("image/png" in o.get("data", {}) for o in outputs), (
+                f"{name}: the caption in cell {i} is not under its figure"
+            )
+
+
+def test_figure_references_read_as_the_figures_are_numbered(built):
+    text = _markdown(built["03_scaling.ipynb"])
+    assert "In Figure 3.5, under $1/d_k$" in text and "the top panel of Figure 3.5." in text
+    assert "Figure 5.2 shows both on" in _markdown(built["05_implementation.ipynb"])
+
+
+def test_a_figure_without_a_name_keeps_its_caption_unnumbered():
+    chapter = edition.Chapter(Path("book/09_x.ipynb"), 9, "X", nbformat.v4.new_notebook())
+    r = edition.Renderer(chapter, edition.Labels(), SimpleNamespace())
+    cell = nbformat.v4.new_code_cell("plt.show()")
+    assert edition.figure_caption(r, cell) == ""
+    cell.metadata["mystnb"] = {"figure": {"caption": "A plot of $x$."}}
+    assert edition.figure_caption(r, cell) == "*A plot of $x$.*"
+    cell.metadata["mystnb"]["figure"]["name"] = "fig-x"
+    r.labels.text["fig-x"] = "Figure 9.1"
+    assert edition.figure_caption(r, cell) == "**Figure 9.1.** A plot of $x$."
+
+
+def test_two_works_of_the_same_authors_and_year_are_cited_with_letters(built):
+    """As the References page labels them (book/_ext/bibstyle.py): 2023a and 2023b, never two 2023s."""
+    text = _markdown(built["06_complexity.ipynb"])
+    assert "[Touvron et al., 2023a]" in text and "[Touvron et al., 2023b]" in text
+    assert "[Touvron et al., 2023]" not in text
+    assert "[Vaswani et al., 2017]" in _markdown(built["03_scaling.ipynb"])  # no letter when unique

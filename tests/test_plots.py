@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 
 import matplotlib
@@ -16,7 +17,7 @@ from matplotlib.text import Annotation
 
 from attnlib.core import causal_mask, scaled_dot_product_attention
 from attnlib.examples import abc, cat_sat_on_mat
-from attnlib.plots import CMAP, PALETTE, bars, heatmap, use_book_style, vectors_2d
+from attnlib.plots import CMAP, PALETTE, bars, heatmap, hidpi_png, use_book_style, vectors_2d
 
 MINUS = "\u2212"
 
@@ -324,12 +325,12 @@ def test_svg_is_byte_for_byte_reproducible_and_png_saves():
 
 
 def test_use_book_style_keeps_the_inline_backend_on_png(monkeypatch):
-    """The style must never choose the notebook's figure format (PNG stays; nbval skips PNG)."""
+    """The style never switches the backend nor picks a non-PNG format (nbval compares no PNG)."""
     backend_inline = pytest.importorskip("matplotlib_inline.backend_inline")
     pylabtools = pytest.importorskip("IPython.core.pylabtools")
 
     def refuse(*args, **kwargs):
-        raise AssertionError("use_book_style changed the inline figure format")
+        raise AssertionError("use_book_style changed the inline figure format through IPython's chooser")
 
     monkeypatch.setattr(backend_inline, "set_matplotlib_formats", refuse)
     monkeypatch.setattr(pylabtools, "select_figure_formats", refuse)
@@ -337,6 +338,112 @@ def test_use_book_style_keeps_the_inline_backend_on_png(monkeypatch):
     use_book_style()
     assert matplotlib.rcParams["backend"] == backend
     assert not any(key.startswith(("backend", "savefig.format")) for key in _changed_by_style())
+
+
+class _Shell:
+    """Stands in for IPython's shell: only its display formatters are used."""
+
+    def __init__(self) -> None:
+        from IPython.core.formatters import DisplayFormatter
+
+        self.display_formatter = DisplayFormatter()
+
+
+def _figure_formats(shell: _Shell) -> dict[str, object]:
+    found = {}
+    for mime, formatter in shell.display_formatter.formatters.items():
+        try:
+            found[mime] = formatter.lookup_by_type(plt.Figure)
+        except KeyError:
+            pass
+    return found
+
+
+def test_in_ipython_figures_are_shown_as_hidpi_png_only(monkeypatch):
+    pytest.importorskip("IPython")
+    import attnlib.plots as plots
+
+    shell = _Shell()
+    shell.display_formatter.formatters["image/svg+xml"].for_type(plt.Figure, lambda fig: "<svg/>")
+    monkeypatch.setattr(plots, "_inline_shell", lambda: shell)
+    use_book_style()
+    assert _figure_formats(shell) == {"image/png": hidpi_png}  # the one format: no SVG copy
+    fig, ax = plt.subplots(figsize=(3.0, 2.0))
+    ax.plot([0, 1])
+    data, metadata = shell.display_formatter.format(fig)
+    assert set(data) == {"text/plain", "image/png"}
+    assert metadata["image/png"]["width"] > 150
+    shell2 = _Shell()
+    monkeypatch.setattr(plots, "_inline_shell", lambda: shell2)
+    use_book_style(hidpi=False)
+    assert "image/png" not in _figure_formats(shell2), "hidpi=False leaves IPython's formats alone"
+    with pytest.raises(TypeError, match="hidpi"):
+        use_book_style(hidpi="yes")
+
+
+def test_outside_ipython_the_style_touches_no_display_format():
+    import attnlib.plots as plots
+
+    assert plots._inline_shell() is None  # pytest runs no IPython shell
+    assert plots._show_figures_as_hidpi_png() is False
+
+
+def _png(data: str):
+    from PIL import Image
+
+    return Image.open(io.BytesIO(base64.b64decode(data)))
+
+
+def test_hidpi_png_has_twice_the_pixels_and_its_1x_size_in_metadata(cat_weights):
+    w, tokens = cat_weights
+    use_book_style()
+    ax = heatmap(w, x_labels=tokens, y_labels=tokens)
+    data, size = hidpi_png(ax.figure)
+    plain = io.BytesIO()
+    ax.figure.savefig(plain, format="png", dpi=ax.figure.dpi, bbox_inches="tight")
+    one_x = _png(base64.b64encode(plain.getvalue()).decode())
+    image = _png(data)
+    assert image.size == (2 * size["width"] + image.size[0] % 2, 2 * size["height"] + image.size[1] % 2)
+    assert abs(size["width"] - one_x.size[0]) <= 1 and abs(size["height"] - one_x.size[1]) <= 1
+    assert image.mode == "P"  # a palette of at most 256 colours
+    # lighter than the plain 1x PNG, though it holds four times the pixels
+    assert len(base64.b64decode(data)) < len(plain.getvalue())
+    assert hidpi_png(ax.figure, scale=3)[1] == size
+
+
+def test_hidpi_png_keeps_the_colours_it_is_given(cat_weights):
+    w, tokens = cat_weights
+    ax = heatmap(w, x_labels=tokens, y_labels=tokens, annotate=False, colorbar=False)
+    rgb = np.asarray(_png(hidpi_png(ax.figure)[0]).convert("RGB"), dtype=float)
+    plain = io.BytesIO()
+    ax.figure.savefig(plain, format="png", dpi=2 * ax.figure.dpi, bbox_inches="tight")
+    ref = np.asarray(_png(base64.b64encode(plain.getvalue()).decode()).convert("RGB"), dtype=float)
+    assert rgb.shape == ref.shape
+    assert np.abs(rgb - ref).mean() < 1.0 and np.percentile(np.abs(rgb - ref), 99) <= 12
+
+
+def test_hidpi_png_keeps_a_transparent_background_and_skips_empty_figures():
+    fig, ax = plt.subplots(figsize=(2.0, 2.0))
+    ax.plot([0, 1])
+    fig.patch.set_alpha(0.0)
+    ax.patch.set_alpha(0.0)
+    image = _png(hidpi_png(fig)[0]).convert("RGBA")
+    assert image.getpixel((0, 0))[3] == 0
+    assert hidpi_png(plt.figure()) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [(("fig",), TypeError, "fig must be a matplotlib Figure; got str"),
+     ((None, 2.0), TypeError, "scale must be an integer; got float 2.0"),
+     ((None, True), TypeError, "scale must be an integer"),
+     ((None, 5), ValueError, "scale must be between 1 and 4; got 5")],
+)
+def test_hidpi_png_errors(args, error, match):
+    fig = plt.figure()
+    fig, *rest = args if args[0] is not None else (fig, *args[1:])
+    with pytest.raises(error, match=match):
+        hidpi_png(fig, **({"scale": rest[0]} if rest else {}))
 
 
 def _changed_by_style() -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -93,7 +95,8 @@ def test_word_explorer_is_deterministic(tr_words, words: HandFeatures) -> None:
 
 
 def test_word_explorer_states_equal_attnlib(tr_words, words: HandFeatures) -> None:
-    fig = word_explorer(tr_words, feature_names=words.feature_names).fig
+    sf = word_explorer(tr_words, feature_names=words.feature_names)
+    fig = sf.fig
     buttons = fig.layout.updatemenus[0].buttons
     assert [b.label for b in buttons] == list(SENTENCE)
     assert len(fig.data) == len(buttons) == 11
@@ -102,12 +105,34 @@ def test_word_explorer_states_equal_attnlib(tr_words, words: HandFeatures) -> No
         np.testing.assert_array_equal(np.array(trace.y, dtype=float), w[i])  # bitwise: same core call
         assert list(trace.x) == list(range(11))
         assert button.args[0]["visible"] == [k == i for k in range(11)]
-        assert button.args[1][f"annotations[{i}].visible"] is True
-        assert SENTENCE[i] in button.args[1]["title.text"]
     assert list(fig.layout.xaxis.ticktext) == list(SENTENCE)
     it = SENTENCE.index("it")
     assert int(np.argmax(fig.data[it].y)) == SENTENCE.index("animal")
     assert [t.visible for t in fig.data] == [True] + [False] * 10
+    # no text inside the SVG that could clip or overlap at 390 px: the states carry it
+    assert not fig.layout.annotations and not fig.layout.title.text and fig.layout.width is None
+
+
+def test_word_explorer_states_say_the_numbers(tr_words, words: HandFeatures) -> None:
+    sf = word_explorer(tr_words, feature_names=words.feature_names)
+    assert list(sf.states) == [(i,) for i in range(11)]
+    notes = word_notes(tr_words, words.feature_names)
+    it, animal, street = SENTENCE.index("it"), SENTENCE.index("animal"), SENTENCE.index("street")
+    state = sf.states[(it,)]
+    w = tr_words.weights[it]
+    assert state.summary == (
+        f"Query “it”: its largest weights are {w[animal]:.4f} on “animal” and {w[street]:.4f} on “street”; "
+        f"the other 9 words share {1 - w[animal] - w[street]:.4f}."
+    )
+    assert list(state.lines) == notes[it]
+    (table,) = state.tables
+    assert table.columns == ("key", "weight", "score q·k", "scaled q·k / √7")
+    assert [r[0] for r in table.rows] == list(SENTENCE)
+    for c, expected in enumerate((w, tr_words.scores[it], tr_words.scaled_scores[it]), start=1):
+        np.testing.assert_allclose([float(r[c]) for r in table.rows], expected, atol=5e-5, rtol=0)
+    # each state is its own query's: no two summaries or tables alike
+    assert len({s.summary for s in sf.states.values()}) == 11
+    assert len({s.tables[0].rows for s in sf.states.values()}) == 11
 
 
 def test_word_notes_write_the_top_score_as_wanted_times_offered(tr_words, words: HandFeatures) -> None:
@@ -133,19 +158,21 @@ def test_word_explorer_errors() -> None:
 def test_stepper_is_deterministic() -> None:
     a, b = qkv_stepper(cat_sits(), div_id="s"), qkv_stepper(cat_sits(), div_id="s")
     assert a.to_html() == b.to_html() and a.to_plotly_json() == b.to_plotly_json()
-    assert 'id="s"' in a.to_html() and "Cat sits" in a.caption
+    assert 'data-explorer="s"' in a.to_html() and "Cat sits" in a.caption
+    assert a.fig is None, "an explorer of HTML tables: Plotly's table traces are not in the book's bundle"
+    page = re.sub(r"<script>.*?</script>", "", a.to_html(), flags=re.S)  # explorer.js comes inline
+    assert "plotly" not in page.lower() and "<script>" in a.to_html()
 
 
-def _table(cells: list[list[str]]) -> np.ndarray:
-    """Table columns (row labels first) back to the matrix."""
-    return np.array([[float(v) for v in col] for col in cells[1:]]).T
+def _rows(table) -> np.ndarray:
+    """A DataTable's entries (row labels dropped) as a matrix."""
+    return np.array([[float(v) for v in row[1:]] for row in table.rows])
 
 
 def test_stepper_phases_equal_attnlib(tr_cs) -> None:
     ex = cat_sits()
-    fig = qkv_stepper(ex).fig
-    steps = fig.layout.sliders[0].steps
-    assert len(steps) == len(PHASES) == 5 and len(fig.data) == 4
+    sf = qkv_stepper(ex)
+    assert list(sf.states) == [(p,) for p in range(5)] and len(PHASES) == 5
     expected = [
         [ex.X, ex.W_Q, ex.W_K, ex.W_V],
         [ex.X @ ex.W_Q, ex.X @ ex.W_K, ex.X @ ex.W_V],
@@ -153,25 +180,27 @@ def test_stepper_phases_equal_attnlib(tr_cs) -> None:
         [tr_cs.scores, tr_cs.scaled_scores],
         [tr_cs.weights, tr_cs.V, tr_cs.output],
     ]
-    for p, (step, mats, (label, title)) in enumerate(zip(steps, expected, PHASES, strict=True)):
-        traces, layout = step.args
-        assert step.label == label and layout["title.text"] == title
-        assert traces["visible"] == [k < len(mats) for k in range(4)], f"phase {p + 1}"
-        for k, M in enumerate(mats):
-            np.testing.assert_allclose(_table(traces["cells.values"][k]), M, atol=5e-5, rtol=0)
+    for p, (mats, (_, title)) in enumerate(zip(expected, PHASES, strict=True)):
+        state = sf.states[(p,)]
+        assert state.summary.startswith(f"{title} (phase {p + 1} of 5). ")
+        assert len(state.tables) == len(mats), f"phase {p + 1}"
+        for table, M in zip(state.tables, mats, strict=True):
+            np.testing.assert_allclose(_rows(table), M, atol=5e-5, rtol=0)
+            assert table.caption.endswith(f"({M.shape[0]} × {M.shape[1]})")
     np.testing.assert_array_equal(tr_cs.Q, ex.Q)  # Q = X W_Q, as the example stores it
+    assert [r[0] for r in sf.states[(0,)].tables[0].rows] == ["Cat", "sits"]
     # the arithmetic is explain()'s
-    layout = steps[4].args[1]
-    text = layout["annotations[0].text"].replace("\u00a0", " ")
+    text = "\n".join(sf.states[(4,)].lines)
     for i in range(tr_cs.n_q):
         for line in explain_blocks(tr_cs, i)["6"][1:] + explain_blocks(tr_cs, i)["7"][1:]:
             assert line.strip() in text
     assert "k[Cat] = x[Cat] W_K = 1.0×[1.0, 1.0] + 0.0×[0.0, 1.0] + 1.0×[1.0, 0.0] = [2.0, 1.0]" in (
-        steps[1].args[1]["annotations[0].text"].replace("\u00a0", " ")
+        "\n".join(sf.states[(1,)].lines)
     )
-    # the initial figure is phase 1
-    assert fig.layout.title.text == PHASES[0][1]
-    np.testing.assert_array_equal(_table(fig.data[0].cells.values), ex.X)
+    # the summaries say the numbers
+    assert "row Cat: “Cat” 2.0, “sits” 1.0; row sits: “Cat” 1.0, “sits” 1.0." in sf.states[(2,)].summary
+    assert f"out[Cat] = [{tr_cs.output[0, 0]:.4f}, {tr_cs.output[0, 1]:.4f}]" in sf.states[(4,)].summary
+    assert f"“Cat” {tr_cs.weights[0, 0]:.4f}" in sf.states[(4,)].summary
 
 
 def test_qkv_phases_names_and_errors() -> None:

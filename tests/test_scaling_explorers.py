@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -37,6 +40,12 @@ def variance() -> StaticFigure:
     return variance_explorer()
 
 
+def _g3(x: float) -> str:
+    """3 significant digits, no exponent: how the explorer writes a variance (1,040, not 1.04e+03)."""
+    rounded = float(f"{x:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 1000 else f"{x:.3g}"
+
+
 def _weights(d_k: int, scale: float | None, n_keys: int = 8, seed: int = 0) -> np.ndarray:
     q, K = scaling_draws(n_keys, seed)
     _, W = scaled_dot_product_attention(q[None, :d_k], K[:, :d_k], np.eye(n_keys), scale=scale,
@@ -64,37 +73,82 @@ def test_deterministic_small_and_offline(make, scaling: StaticFigure, variance: 
     assert sf.div_id == ("scaling-explorer" if make is scaling_explorer else "variance-explorer")
 
 
+def _spec(sf: StaticFigure) -> dict:
+    """The JSON the page's explorer.js reads: the controls' updates, the data and layout it draws."""
+    m = re.search(r'<script type="application/json" class="attnlib-spec">(.*?)</script>', sf.to_html(), re.S)
+    assert m, "the explorer's spec is missing from its HTML"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+@pytest.mark.parametrize("make", [scaling_explorer, variance_explorer])
+def test_html_controls_and_a_plot_that_fits_a_phone(
+    make, scaling: StaticFigure, variance: StaticFigure
+) -> None:
+    """Native range inputs with short labels; no Plotly slider, no text box and no fixed width on the page."""
+    sf = scaling if make is scaling_explorer else variance
+    page = sf.to_html()
+    labels = ["d_k", "t"] if make is scaling_explorer else ["d_k"]
+    sliders = re.findall(r'<label class="attnlib-control-label" for="[^"]+">([^<]+)</label>'
+                         r'<input type="range" id="[^"]+" data-control="(\d)" min="0" max="(\d+)"', page)
+    steps = [len(s.steps) for s in sf.fig.layout.sliders]
+    assert sliders == [(label, str(c), str(n - 1))
+                       for c, (label, n) in enumerate(zip(labels, steps, strict=True))]
+    assert "<button" not in page  # sliders only
+    layout = _spec(sf)["layout"]
+    assert "sliders" not in layout and "updatemenus" not in layout, "Plotly's controls stay out of the page"
+    assert "annotations" not in layout and "title" not in layout, "the state's words live in the HTML"
+    assert "width" not in layout and layout["height"] <= 520
+    assert layout["margin"]["l"] <= 60 and layout["margin"]["r"] <= 12
+    # ... while JupyterLab's figure keeps Plotly's sliders, labelled as the native ones
+    assert [s.currentvalue.prefix for s in sf.fig.layout.sliders] == [f"{label} = " for label in labels]
+
+
 def test_scaling_state_counts(scaling: StaticFigure) -> None:
     fig = scaling.fig
     d_k_slider, factor_slider = fig.layout.sliders
     assert [s.label for s in d_k_slider.steps] == [str(d) for d in SCALING_D_KS]
-    assert len(factor_slider.steps) == len(FACTORS)
-    assert len(fig.data) == len(fig.layout.annotations) == len(SCALING_D_KS)
-    assert len(d_k_slider.steps) * len(factor_slider.steps) == 55
+    assert [s.label for s in factor_slider.steps] == ["0 raw", "0.25", "0.5", "0.75", "1 (÷√d_k)"]
+    assert len(fig.data) == len(SCALING_D_KS)
+    assert len(scaling.states) == len(d_k_slider.steps) * len(factor_slider.steps) == 55
+    assert set(scaling.states) == {(k, j) for k in range(len(SCALING_D_KS)) for j in range(len(FACTORS))}
     # the initial figure matches the sliders' active steps: d_k = 64, fully scaled
     assert SCALING_D_KS[d_k_slider.active] == 64 and FACTORS[factor_slider.active] == 1.0
     assert [t.visible for t in fig.data] == [d == 64 for d in SCALING_D_KS]
     np.testing.assert_array_equal(np.array(fig.data[6].y), _weights(64, None))
     for k, step in enumerate(d_k_slider.steps):
-        traces, layout = step.args
-        assert traces["visible"] == [i == k for i in range(len(SCALING_D_KS))]
-        assert layout == {f"annotations[{i}].visible": i == k for i in range(len(SCALING_D_KS))}
+        assert step.method == "restyle"
+        assert step.args[0] == {"visible": [i == k for i in range(len(SCALING_D_KS))]}
+    # the page shows the initial state's panel, and only that one
+    page = scaling.to_html()
+    shown = re.findall(r'<div class="attnlib-state" data-state="([\d,]+)">', page)
+    assert shown == [f"{SCALING_D_KS.index(64)},{len(FACTORS) - 1}"]
 
 
 def test_every_scaling_state_equals_attnlib(scaling: StaticFigure) -> None:
     steps = scaling.fig.layout.sliders[1].steps
     for t, step in zip(FACTORS, steps, strict=True):
-        traces, layout = step.args
+        (traces,) = step.args
         for k, d_k in enumerate(SCALING_D_KS):
             scale = None if t == 1.0 else d_k ** (-t / 2)
             w = _weights(d_k, scale)
             np.testing.assert_allclose(traces["y"][k], w, rtol=0, atol=1e-15)
-            assert traces["text"][k] == [f"{v:.3f}" for v in w]
-            assert traces["marker.color"][k].count("#D55E00") == 1  # the largest weight
-            note = layout[f"annotations[{k}].text"]
-            assert f"d_k = {d_k}</b>" in note
-            assert f"max weight {float(stats.max_weight(w)):.3f}" in note
-            assert f"entropy {float(stats.entropy(w)):.3f} nats" in note
+            assert traces["text"][k] == [f"{v:.2f}" for v in w]
+            colours = traces["marker.color"][k]
+            assert colours.count("#D55E00") == 1 and colours.index("#D55E00") == int(np.argmax(w))
+            state = scaling.states[(k, FACTORS.index(t))]
+            peak = f"k{int(np.argmax(w))}"
+            assert state.summary.startswith(f"d_k = {d_k}, scale ")
+            assert ("raw scores" in state.summary) == (t == 0.0)
+            assert (f"scale 1/√{d_k} = " in state.summary) == (t == 1.0)
+            assert f"the largest weight is {float(stats.max_weight(w)):.3f}, on key {peak}," in state.summary
+            assert f"the entropy is {float(stats.entropy(w)):.3f} nats" in state.summary
+            assert state.lines[2] == "weights = softmax(scaled scores): " + ", ".join(
+                f"k{j} {v:.3f}" for j, v in enumerate(w))
+            (table,) = state.tables
+            assert [row[0] for row in table.rows] == [f"k{j}" for j in range(8)]
+            assert [row[3] for row in table.rows] == [f"{v:.4f}" for v in w]
+            q, K = scaling_draws(8, 0)
+            assert [row[1] for row in table.rows] == [f"{s:.4g}" for s in K[:, :d_k] @ q[:d_k]]
 
 
 def test_combinations_of_the_two_sliders(scaling: StaticFigure) -> None:
@@ -107,8 +161,8 @@ def test_combinations_of_the_two_sliders(scaling: StaticFigure) -> None:
             assert shown == [k]
             y = factor_steps[j].args[0]["y"][shown[0]]
             np.testing.assert_allclose(y, _weights(d_k, scale_for(d_k, t)), rtol=0, atol=1e-15)
-            assert d_k_steps[k].args[1][f"annotations[{k}].visible"] is True
-            assert f"d_k = {d_k}</b>" in factor_steps[j].args[1][f"annotations[{k}].text"]
+            summary = scaling.states[(k, j)].summary
+            assert summary.startswith(f"d_k = {d_k}, ") and f"largest weight is {max(y):.3f}" in summary
 
 
 def test_max_weight_rises_without_scaling_at_512(scaling: StaticFigure) -> None:
@@ -132,6 +186,8 @@ def test_variance_states_equal_numpy_histograms(variance: StaticFigure) -> None:
     for d_k, step in zip(VARIANCE_D_KS, steps, strict=True):
         raw = stats.dot_product_samples(d_k, N_SAMPLES, rng)
         traces, layout = step.args
+        state = variance.states[(VARIANCE_D_KS.index(d_k),)]
+        variances, per_bin = state.tables
         for panel, values, half in ((0, raw, HIST_SPAN * math.sqrt(d_k)),
                                     (1, raw / math.sqrt(d_k), HIST_SPAN)):
             edges = np.linspace(-half, half, HIST_BINS + 1)
@@ -141,9 +197,15 @@ def test_variance_states_equal_numpy_histograms(variance: StaticFigure) -> None:
             np.testing.assert_allclose(traces["x"][panel], (edges[:-1] + edges[1:]) / 2, rtol=1e-15)
             assert traces["width"][panel] == pytest.approx(edges[1] - edges[0])
             est = stats.variance_with_ci(values)
-            assert f"sample variance {est.estimate:.3g} " in layout[f"annotations[{panel}].text"]
-        assert f"theory: Var = d_k = {d_k}" in layout["annotations[0].text"]
-        assert "theory: Var = 1" in layout["annotations[1].text"]
+            ci = f"{_g3(est.estimate)} (95% CI {_g3(est.low)} to {_g3(est.high)})"
+            assert f"sample variance {ci}, theory {f'd_k = {d_k}' if panel == 0 else '1'}" in state.summary
+            assert variances.rows[panel][1:] == (f"{est.estimate:.4g}", f"{est.low:.4g}", f"{est.high:.4g}",
+                                                 str(d_k) if panel == 0 else "1")
+            assert [row[panel] for row in per_bin.rows] == [
+                f"{a:.4g} to {b:.4g}" for a, b in itertools.pairwise(edges)]
+            assert [row[2] for row in per_bin.rows] == [str(c) for c in counts]
+        assert state.summary.startswith(f"d_k = {d_k}: q · k has sample variance ")
+        assert set(layout) == {"yaxis.range", "yaxis2.range"}
         assert layout["yaxis.range"] == layout["yaxis2.range"]
         assert layout["yaxis.range"][1] >= max(max(traces["y"][0]), max(traces["y"][1]))
     # the initial figure is the first step

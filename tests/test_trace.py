@@ -411,3 +411,81 @@ def test_explain_adds_no_note_when_every_step_redoes_exactly() -> None:
     text = tr.explain(0)
     assert "exp(0.0000) = 1.0000" in text and "= 0.5000" in text
     assert _SLIP_NOTE not in text
+
+
+# --------------------------------------------------------------------------- tables as HTML (attnlib._table)
+def _html_cells(html: str, tag: str) -> list[str]:
+    """The text of every ``<tag ...>`` cell of ``html``, in order (attributes dropped)."""
+    return re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", html)
+
+
+def test_a_stage_table_is_its_old_text_and_an_html_table() -> None:
+    ex = abc()
+    t = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).table("scores", decimals=2)
+    text = "      A     B     C\nA  0.80  0.30  0.10\nB  0.50  0.50  0.50\nC  0.20  0.70  0.90"
+    assert isinstance(t, str) and t == text and str(t) == text and f"{t}" == text
+    assert t.splitlines()[1] == "A  0.80  0.30  0.10"  # every str method works as before
+    html = t._repr_html_()
+    assert html.count("<table>") == 1 and html.count("<caption>") == 1 and "scores" in t.caption
+    assert _html_cells(html, "th")[:4] == ["query", "A", "B", "C"]  # the header row
+    assert re.findall(r'<th scope="row"[^>]*>(\w)</th>', html) == ["A", "B", "C"]  # a header cell per row
+    numbers = re.findall(r'<td class="num" style="text-align: right;">([^<]*)</td>', html)
+    assert numbers == [x for line in text.splitlines()[1:] for x in line.split()[1:]]  # all 9, right-aligned
+    assert html == t._repr_html_()  # deterministic: a stored output compares equal to a fresh run
+
+
+def test_every_stage_has_a_caption_and_masked_entries_stay_right_aligned() -> None:
+    tr = cat_trace(attn_mask=causal_mask(5))
+    for stage in STAGES:
+        t = tr.table(stage)
+        rows = 5
+        assert t.caption.split()[0].lower().startswith(stage.split("_")[0].lower()), (stage, t.caption)
+        assert len(t.rows) == rows and t.align == ("left",) + ("right",) * (len(t.columns) - 1)
+        assert t.columns[0] == ("key" if stage in ("K", "V") else "query")
+    html = tr.table("scaled_scores")._repr_html_()
+    assert html.count('<td class="num" style="text-align: right;">-inf</td>') == 10  # above the diagonal
+
+
+def test_ipython_shows_the_text_as_plain_text_and_the_table_as_html() -> None:
+    formatters = pytest.importorskip("IPython.core.formatters")
+    t = cat_trace().table("weights")
+    assert formatters.PlainTextFormatter()(t) == str(t)  # not a quoted string with \n escapes
+    assert formatters.HTMLFormatter()(t) == t._repr_html_()
+
+
+def test_table_html_escapes_token_labels() -> None:
+    Q = np.eye(2)
+    t = trace_attention(Q, Q, Q, tokens=["<s>", "a&b"]).table("weights")
+    html = t._repr_html_()
+    assert "&lt;s&gt;" in html and "a&amp;b" in html and "<s>" not in html
+    assert str(t).splitlines()[1].startswith("<s>")  # the text keeps the labels as they are
+
+
+def test_table_type_validates_its_structure() -> None:
+    from attnlib._table import Table
+
+    with pytest.raises(ValueError, match=r"row 1 has 1 cells but there are 2 columns \['a', 'b'\]"):
+        Table("x", columns=("a", "b"), rows=(("1", "2"), ("3",)))
+    with pytest.raises(ValueError, match="columns must name at least one column"):
+        Table("x", columns=(), rows=())
+    with pytest.raises(ValueError, match=r"align must give 'left' or 'right' for each of the 2 columns"):
+        Table("x", columns=("a", "b"), rows=(), align=("left", "middle"))
+    with pytest.raises(TypeError, match=r"every cell must be a str; got float 1\.5"):
+        Table("x", columns=("a", "b"), rows=(("a", 1.5),))
+    with pytest.raises(TypeError, match="text must be a str"):
+        Table(b"x", columns=("a",), rows=())
+
+
+def test_table_alignment_defaults_to_numbers_right_and_survives_copy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    from attnlib._table import Table
+
+    t = Table("t", columns=("name", "n", "size", "note"),
+              rows=(("a", "1,024", "3.5 GiB", "ok"), ("b", "-inf", "96 B", "12")), caption="c", notes=("n",))
+    assert t.align == ("left", "right", "right", "left")
+    for clone in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert type(clone) is Table and clone == t and clone._repr_html_() == t._repr_html_()
+    long = Table("t", columns=("k", "meaning"), rows=(("0", "x" * 40),))
+    assert '<td class="wrap" style="text-align: left;">' in long._repr_html_()  # long text may wrap

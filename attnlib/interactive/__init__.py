@@ -1,12 +1,14 @@
-"""Figures that stay interactive in the static HTML book.
+"""Figures that stay interactive in the static HTML book, for every reader.
 
-Every state of a figure is computed by attnlib in Python; the browser only
-switches between them (Plotly buttons, sliders, hover). Nothing is computed in
-JavaScript, and nothing is fetched from another host: the book serves
-plotly.min.js itself on pages that show such a figure.
+Every state of a figure is computed by attnlib in Python, with its numbers in words and as a data
+table; the browser only switches between them (native buttons and range inputs a keyboard operates,
+each state announced to screen readers). Nothing is computed in JavaScript, and nothing is fetched
+from another host: the book serves its own plotly.js (a partial bundle, loaded only when a figure
+nears the viewport) on pages that show such a figure.
 
-* :mod:`attnlib.interactive._render` – :class:`StaticFigure` and :func:`show`
-  (deterministic HTML plus Plotly's mimetype for JupyterLab)
+* :mod:`attnlib.interactive._render` – :class:`StaticFigure`, :class:`ExplorerState`,
+  :class:`DataTable` and :func:`show` (deterministic HTML plus Plotly's mimetype for JupyterLab);
+  ``explorer.js`` beside it is the browser side
 * :mod:`attnlib.interactive.trace_explorers` – :func:`pipeline_stepper` and
   :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`
 * :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word

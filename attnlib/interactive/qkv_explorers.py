@@ -21,14 +21,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnlib.examples import Example
-from attnlib.interactive._render import StaticFigure
-from attnlib.interactive.trace_explorers import _as_annotation_text, explain_blocks
+from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
+from attnlib.interactive.trace_explorers import _named, explain_blocks
 from attnlib.plots import PALETTE
 from attnlib.trace import AttentionTrace, trace_attention
 
 __all__ = ["PHASES", "qkv_phases", "qkv_stepper", "word_explorer", "word_notes"]
 
-#: The phases of :func:`qkv_stepper`: (slider label, title).
+#: The phases of :func:`qkv_stepper`: (button label, title).
 PHASES: tuple[tuple[str, str], ...] = (
     ("1 inputs", "Phase 1: the embeddings X and the projections W_Q, W_K, W_V"),
     ("2 Q, K, V", "Phase 2: Q = X W_Q, K = X W_K, V = X W_V"),
@@ -36,13 +36,8 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("4 scaled", "Phase 4: scaled scores S / √d_k"),
     ("5 weights, output", "Phase 5: weights = softmax of each scaled row; output = weights · V"),
 )
-_SLOTS = 4  # table traces; a phase shows up to four matrices side by side
-_MONO = "Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
-_TEXT = "#222222"  # on the figure's light card, in light and dark mode alike
+_TEXT = "#222222"  # light theme; the book's explorer.css recolours the SVG's text in the dark theme
 _GRID = "#e3e3e3"
-_HEAD_FILL = "#e8eef6"
-_CELL_FILL = "#ffffff"
-_LABEL_FILL = "#f4f4f4"
 
 
 def _num(x: float) -> str:
@@ -55,17 +50,28 @@ def _num(x: float) -> str:
     return f"{x:.4f}"
 
 
+def _vector(v: np.ndarray, fmt: Any = _num) -> str:
+    return f"[{', '.join(fmt(x) for x in v)}]"
+
+
 def _matrix(
     name: str, M: np.ndarray, rows: Sequence[str], cols: Sequence[str], *, computed: bool = False
 ) -> dict[str, Any]:
-    """One table slot: the name in the corner, column labels in the header, row labels first.
+    """One matrix of a phase: its name, column labels, entries column by column (row labels first).
 
     Inputs print as a reader writes them (``1.0``); ``computed`` stages with four decimals.
     """
     fmt = (lambda v: f"{float(v):.4f}") if computed else _num
-    header = [f"<b>{name}</b>", *cols]
+    header = [name, *cols]
     cells = [list(rows)] + [[fmt(M[r, c]) for r in range(M.shape[0])] for c in range(M.shape[1])]
     return {"name": name, "header": header, "cells": cells, "matrix": np.array(M, dtype=float)}
+
+
+def _data_table(m: dict[str, Any]) -> DataTable:
+    """A phase's matrix as a table: its name heads the row labels, one row per row of the matrix."""
+    rows, cols = m["matrix"].shape
+    by_row = [list(r) for r in zip(*m["cells"], strict=True)]
+    return DataTable(f"{m['name']} ({rows} × {cols})", m["header"], by_row)
 
 
 def _check_example(example: Any) -> Example:
@@ -100,9 +106,10 @@ def qkv_phases(example: Example) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict, one per phase of :data:`PHASES`
-        ``"title"``; ``"matrices"``: list of ``{"name", "header", "cells",
-        "matrix"}`` (at most four; ``cells`` column by column, row labels
-        first); ``"notes"``: two lists of lines, left and right.
+        ``"title"``; ``"summary"``: the title and the phase's numbers in words;
+        ``"matrices"``: list of ``{"name", "header", "cells", "matrix"}`` (at
+        most four; ``header`` the name then the column labels, ``cells`` column
+        by column, row labels first); ``"notes"``: two groups of lines.
 
     Raises
     ------
@@ -157,73 +164,72 @@ def qkv_phases(example: Example) -> list[dict[str, Any]]:
                 f" = [{', '.join(_num(v) for v in R[i])}]"
             )
     left_right = lambda keys: [explain_lines(0, keys), explain_lines(1, keys) if tr.n_q > 1 else []]  # noqa: E731
-    return [
-        {"title": PHASES[0][1], "notes": [phase1_left, phase1_right], "matrices": [
+
+    def rows_in_words(M: np.ndarray, fmt: Any) -> str:
+        return "; ".join(f"row {t}: {_named(toks, [fmt(v) for v in M[i]])}" for i, t in enumerate(toks))
+
+    four = lambda v: f"{float(v):.4f}"  # noqa: E731
+    summaries = [
+        f"X holds the {tr.n_q} tokens {', '.join(toks)} as rows of {d_model} features; W_Q and W_K are "
+        f"{d_model} × {d_k}, W_V is {d_model} × {V.shape[1]}.",
+        "; ".join(f"q[{t}] = {_vector(Q[i])}, k[{t}] = {_vector(K[i])}, v[{t}] = {_vector(V[i])}"
+                  for i, t in enumerate(toks)) + ".",
+        f"S = Q Kᵀ, {rows_in_words(tr.scores, _num)}.",
+        f"S / √{d_k}, {rows_in_words(tr.scaled_scores, four)}.",
+        f"Weights, {rows_in_words(tr.weights, four)}. Output: "
+        + "; ".join(f"out[{t}] = {_vector(tr.output[i], four)}" for i, t in enumerate(toks)) + ".",
+    ]
+    phases = [
+        {"notes": [phase1_left, phase1_right], "matrices": [
             _matrix("X", X, toks, feats), _matrix("W_Q", W_Q, feats, dk),
             _matrix("W_K", W_K, feats, dk), _matrix("W_V", W_V, feats, dv)]},
-        {"title": PHASES[1][1], "notes": phase2, "matrices": [
+        {"notes": phase2, "matrices": [
             _matrix("Q", Q, toks, dk), _matrix("K", K, toks, dk), _matrix("V", V, toks, dv)]},
-        {"title": PHASES[2][1], "notes": left_right(("2",)), "matrices": [
+        {"notes": left_right(("2",)), "matrices": [
             _matrix("Q", Q, toks, dk), _matrix("Kᵀ", K.T, dk, toks),
             _matrix("S", tr.scores, toks, toks)]},
-        {"title": PHASES[3][1], "notes": left_right(("3",)), "matrices": [
+        {"notes": left_right(("3",)), "matrices": [
             _matrix("S", tr.scores, toks, toks),
             _matrix(f"S / √{d_k}", tr.scaled_scores, toks, toks, computed=True)]},
-        {"title": PHASES[4][1], "notes": left_right(("4", "5", "6", "7")), "matrices": [
+        {"notes": left_right(("4", "5", "6", "7")), "matrices": [
             _matrix("weights", tr.weights, toks, toks, computed=True), _matrix("V", V, toks, dv),
             _matrix("output", tr.output, toks, dv, computed=True)]},
     ]
+    for p, (phase, summary) in enumerate(zip(phases, summaries, strict=True)):
+        phase["title"] = PHASES[p][1]
+        phase["summary"] = f"{PHASES[p][1]} (phase {p + 1} of {len(PHASES)}). {summary}"
+    return phases
 
 
-def _notes_text(notes: list[list[str]]) -> str:
-    """The two groups of lines of a phase, one under the other, as annotation text."""
-    lines = notes[0] + ([""] + notes[1] if notes[1] else [])
-    return _as_annotation_text(lines)
-
-
-def _slot_domain(k: int) -> dict[str, list[float]]:
-    w = 1.0 / _SLOTS
-    return {"x": [k * w + 0.012, (k + 1) * w - 0.012], "y": [0.74, 0.95]}
-
-
-def _slot_values(matrices: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[bool]]:
-    headers, cells, visible = [], [], []
-    for k in range(_SLOTS):
-        if k < len(matrices):
-            headers.append(matrices[k]["header"])
-            cells.append(matrices[k]["cells"])
-            visible.append(True)
-        else:
-            headers.append([""])
-            cells.append([[""]])
-            visible.append(False)
-    return headers, cells, visible
+def _phase_lines(notes: list[list[str]]) -> list[str]:
+    """The two groups of lines of a phase, one under the other."""
+    return notes[0] + ([""] + notes[1] if notes[1] else [])
 
 
 def qkv_stepper(example: Example, *, div_id: str = "qkv-stepper") -> StaticFigure:
     """Step through attention from the embeddings and projections to the output, in five phases.
 
-    A slider chooses the phase of :data:`PHASES`: (1) ``X``, ``W_Q``,
-    ``W_K``, ``W_V``; (2) ``Q, K, V = XW``; (3) the raw scores ``QKᵀ``;
-    (4) the scaled scores; (5) the weights and the output. Each phase shows
-    its matrices as tables, and under them its arithmetic written out for
-    each token. All states come from :func:`qkv_phases`.
+    A row of buttons chooses the phase of :data:`PHASES`: (1) ``X``, ``W_Q``, ``W_K``, ``W_V``;
+    (2) ``Q, K, V = XW``; (3) the raw scores ``QKᵀ``; (4) the scaled scores; (5) the weights and the
+    output. Each phase shows its matrices as HTML tables (they reflow on a phone and a screen reader
+    reads them), its numbers in words (announced when the phase changes) and its arithmetic written
+    out for each token. It is an explorer of HTML only, without a plot. All states come from
+    :func:`qkv_phases`.
 
     Parameters
     ----------
     example : Example
         With ``X`` and the three projections, e.g. :func:`attnlib.examples.cat_sits`.
     div_id : str
-        Fixed id of the figure's ``<div>``.
+        Fixed id of the explorer.
 
     Returns
     -------
     StaticFigure
-        ``fig.data`` holds four table traces (slots); ``fig.layout.sliders[0].steps[p]``
-        sets phase ``p``: its ``args[0]["cells.values"][k]`` is slot ``k``'s table,
-        column by column with the row labels first, and ``args[1]["title.text"]``
-        the phase's title, and ``args[1]["annotations[0].text"]`` its arithmetic
-        (token by token, one under the other).
+        Without a figure (``fig is None``). ``states[(p,)]`` is phase ``p``: its ``tables`` are
+        the phase's matrices (row labels first, entries formatted as :func:`qkv_phases` gives them),
+        its ``lines`` the arithmetic, token by token, and its ``summary`` the phase's title and
+        numbers in words.
 
     Raises
     ------
@@ -236,67 +242,30 @@ def qkv_stepper(example: Example, *, div_id: str = "qkv-stepper") -> StaticFigur
     --------
     >>> from attnlib.examples import cat_sits
     >>> sf = qkv_stepper(cat_sits())
-    >>> len(sf.fig.data), len(sf.fig.layout.sliders[0].steps)
-    (4, 5)
+    >>> sf.fig is None, len(sf.states)
+    (True, 5)
+    >>> [t.caption for t in sf.states[(2,)].tables]
+    ['Q (2 × 2)', 'Kᵀ (2 × 2)', 'S (2 × 2)']
     """
     phases = qkv_phases(example)
-    first_h, first_c, first_v = _slot_values(phases[0]["matrices"])
-    fig = go.Figure()
-    for k in range(_SLOTS):
-        fig.add_trace(go.Table(
-            domain=_slot_domain(k), visible=first_v[k], columnwidth=[1.1] + [1.0] * 3,
-            header={"values": first_h[k], "fill": {"color": _HEAD_FILL}, "align": "center",
-                    "font": {"color": _TEXT, "size": 13, "family": _MONO}, "line": {"color": "#b0b0b0"},
-                    "height": 28},
-            cells={"values": first_c[k], "fill": {"color": [_LABEL_FILL, _CELL_FILL]}, "align": "center",
-                   "font": {"color": _TEXT, "size": 13, "family": _MONO}, "line": {"color": "#b0b0b0"},
-                   "height": 26},
-        ))
-
-    steps = []
-    for (label, _), ph in zip(PHASES, phases, strict=True):
-        headers, cells, visible = _slot_values(ph["matrices"])
-        steps.append({
-            "label": label,
-            "method": "update",
-            "args": [
-                {"header.values": headers, "cells.values": cells, "visible": visible},
-                {"title.text": ph["title"], "annotations[0].text": _notes_text(ph["notes"])},
-            ],
-        })
-
-    notes = [
-        {"text": _notes_text(phases[0]["notes"]), "xref": "paper", "yref": "paper", "x": 0.012, "y": 0.5,
-         "xanchor": "left", "yanchor": "top", "align": "left", "showarrow": False,
-         "font": {"family": _MONO, "size": 12, "color": _TEXT}}
-    ]
-    fig.update_layout(
-        height=720,
-        margin={"l": 20, "r": 20, "t": 50, "b": 10},
-        paper_bgcolor="#ffffff",
-        plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
-        title={"text": phases[0]["title"], "x": 0.012, "xanchor": "left", "y": 0.985, "yanchor": "top"},
-        annotations=notes,
-        sliders=[{
-            "steps": steps, "active": 0, "x": 0.03, "len": 0.9, "y": 0.735, "yanchor": "top",
-            "currentvalue": {"prefix": "phase ", "font": {"color": _TEXT}},
-            "pad": {"t": 10, "b": 0}, "font": {"color": _TEXT}, "bgcolor": "#f2f2f2",
-            "activebgcolor": PALETTE["orange"], "bordercolor": "#999999", "tickcolor": "#999999",
-        }],
-    )
+    states = {
+        (p,): ExplorerState(ph["summary"], lines=_phase_lines(ph["notes"]),
+                            tables=[_data_table(m) for m in ph["matrices"]])
+        for p, ph in enumerate(phases)
+    }
     names = "; ".join(f"phase {i + 1}: " + ", ".join(m["name"] for m in ph["matrices"])
                       for i, ph in enumerate(phases))
     return StaticFigure(
-        fig, div_id=div_id,
+        None, div_id=div_id,
+        controls=[("Phase", [label for label, _ in PHASES])],
+        states=states,
         caption=(
-            f"\"{example.name}\" from embeddings to output. Move the slider through the five phases: "
-            "the tables show that phase's matrices, the text under them its arithmetic, token by token."
+            f"\"{example.name}\" from embeddings to output. Choose one of the five phases: the tables show "
+            "that phase's matrices, the text under them its arithmetic, token by token."
         ),
         alt=(
-            f"An interactive set of matrix tables for the {len(example.tokens)} tokens "
-            f"{', '.join(example.tokens)}, with a slider over five phases ({names}) and the arithmetic "
-            "of each phase written out below as text."
+            f"An explorer of matrix tables for the {len(example.tokens)} tokens {', '.join(example.tokens)}, "
+            f"with a button per phase ({names}) and the arithmetic of each phase written out as text."
         ),
     )
 
@@ -341,19 +310,38 @@ def word_notes(trace: AttentionTrace, feature_names: Sequence[str] | None = None
     return out
 
 
+def _word_state(tr: AttentionTrace, i: int, lines: list[str]) -> ExplorerState:
+    """Query ``i`` of the word explorer: its two largest weights in words, its notes, its row as a table."""
+    tok, keys, w = tr.tokens[i], list(tr.key_tokens), tr.weights[i]  # w: (n_k,)
+    order = [int(j) for j in np.argsort(-w, kind="stable")]
+    top = [f"{w[j]:.4f} on “{keys[j]}”" for j in order[:2]]
+    rest = float(np.sum(w[order[2:]])) if len(order) > 2 else 0.0
+    summary = (f"Query “{tok}”: its largest weights are {' and '.join(top)}; the other "
+               f"{max(len(order) - 2, 0)} words share {rest:.4f}.") if len(order) > 1 else (
+               f"Query “{tok}”: all its weight, {w[0]:.4f}, is on “{keys[0]}”.")
+    table = DataTable(
+        f"Weights of “{tok}” over the {tr.n_k} words",
+        ["key", "weight", "score q·k", f"scaled q·k / √{tr.d_k}"],
+        [[key, f"{w[j]:.4f}", _num(tr.scores[i, j]), f"{tr.scaled_scores[i, j]:.4f}"]
+         for j, key in enumerate(keys)],
+    )
+    return ExplorerState(summary, lines=lines, tables=(table,))
+
+
 def word_explorer(
     trace: AttentionTrace,
     *,
     feature_names: Sequence[str] | None = None,
     div_id: str = "word-explorer",
 ) -> StaticFigure:
-    """Click a word of the sentence: its attention weights over every word, as bars.
+    """Choose a word of the sentence: its attention weights over every word, as bars.
 
     One button per token chooses the query; the bars are that query's row of
     ``trace.weights`` (computed by :func:`attnlib.core.scaled_dot_product_attention`
     inside :func:`attnlib.trace.trace_attention`), the chosen word's own bar in
-    orange. The text under the bars says what the query looks for and writes
-    out the score of its largest weight (see :func:`word_notes`).
+    orange. Under the bars each state names the query's largest weights (announced
+    to screen readers), says what the query looks for, writes out the score of its
+    largest weight (see :func:`word_notes`) and tabulates the whole row.
 
     Parameters
     ----------
@@ -369,8 +357,9 @@ def word_explorer(
     StaticFigure
         ``fig.data[i]`` is the bar trace of query ``i`` (``y = trace.weights[i]``,
         ``x = 0..n_k-1`` with the tokens as tick labels); only the chosen one is
-        visible. ``fig.layout.updatemenus[0].buttons[i]`` selects query ``i``,
-        and ``fig.layout.annotations[i]`` is its text.
+        visible. ``fig.layout.updatemenus[0].buttons[i]`` selects query ``i``, and
+        ``states[(i,)]`` is its :class:`ExplorerState`: ``lines`` are
+        ``word_notes(trace, feature_names)[i]``.
 
     Raises
     ------
@@ -386,6 +375,9 @@ def word_explorer(
     >>> sf = word_explorer(trace_attention(f.Q, f.K, f.V, tokens=f.tokens), feature_names=f.feature_names)
     >>> len(sf.fig.data), len(sf.fig.layout.updatemenus[0].buttons)
     (11, 11)
+    >>> sf.states[(7,)].summary.split("; ")  # "it"
+    ['Query “it”: its largest weights are 0.6336 on “animal” and 0.0656 on “street”', \
+'the other 9 words share 0.3008.']
     """
     tr = _check_trace(trace)
     notes_lines = word_notes(tr, feature_names)
@@ -404,54 +396,43 @@ def word_explorer(
             hovertemplate=f"query {tok} → key %{{customdata}}<br>weight %{{y:.4f}}<extra></extra>",
         ))
     buttons = [
-        {
-            "label": tok,
-            "method": "update",
-            "args": [
-                {"visible": [k == i for k in range(n_q)]},
-                {**{f"annotations[{k}].visible": k == i for k in range(n_q)},
-                 "title.text": f"attention of “{tok}” over the sentence"},
-            ],
-        }
+        {"label": tok, "method": "restyle", "args": [{"visible": [k == i for k in range(n_q)]}]}
         for i, tok in enumerate(tr.tokens)
     ]
-    annotations = [
-        {"text": _as_annotation_text(lines), "visible": i == start, "xref": "paper", "yref": "paper",
-         "x": 0.0, "y": 0.22, "xanchor": "left", "yanchor": "top", "align": "left", "showarrow": False,
-         "font": {"family": _MONO, "size": 12, "color": _TEXT}}
-        for i, lines in enumerate(notes_lines)
-    ]
     fig.update_layout(
-        height=540,
-        margin={"l": 60, "r": 20, "t": 100, "b": 10},
+        height=360,
+        margin={"l": 56, "r": 12, "t": 24, "b": 10},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
         font={"color": _TEXT, "size": 13},
-        title={"text": f"attention of “{tr.tokens[start]}” over the sentence", "x": 0.0, "xanchor": "left",
-               "y": 0.98, "yanchor": "top"},
         showlegend=False,
-        xaxis={"tickvals": x, "ticktext": list(tr.key_tokens), "title": {"text": "key (every word)"},
-               "fixedrange": True, "range": [-0.6, n_k - 0.4]},
-        yaxis={"domain": [0.42, 1.0], "range": [0.0, min(1.0, top * 1.2) if math.isfinite(top) else 1.0],
+        # Words side by side where they fit, turned upright on a phone so that none overlaps another.
+        xaxis={"tickvals": x, "ticktext": list(tr.key_tokens), "title": {"text": "key"},
+               "fixedrange": True, "range": [-0.6, n_k - 0.4], "autotickangles": [0, -90],
+               "automargin": True},
+        yaxis={"range": [0.0, min(1.0, top * 1.18) if math.isfinite(top) else 1.0],
                "title": {"text": "weight"}, "gridcolor": _GRID, "zerolinecolor": "#888888",
-               "fixedrange": True},
-        annotations=annotations,
+               "fixedrange": True, "automargin": True},
+        # Plotly's own buttons, for JupyterLab; the book's HTML shows native ones instead.
         updatemenus=[{
             "type": "buttons", "direction": "right", "buttons": buttons, "active": start,
-            "showactive": True, "x": -0.07, "y": 1.13, "xanchor": "left", "yanchor": "middle",
+            "showactive": True, "x": 0.0, "y": 1.03, "xanchor": "left", "yanchor": "bottom",
             "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
             "font": {"color": _TEXT, "size": 12},
         }],
     )
     return StaticFigure(
         fig, div_id=div_id,
+        control_labels=["Query word"],
+        states={(i,): _word_state(tr, i, lines) for i, lines in enumerate(notes_lines)},
         caption=(
-            "Click a word of the sentence to make it the query: the bars are its attention weights over "
+            "Choose a word of the sentence to make it the query: the bars are its attention weights over "
             "every word (its own bar in orange), and the text says what its query looks for."
         ),
         alt=(
-            f"An interactive bar chart over the {n_k} words {' '.join(tr.key_tokens)}: one button per word "
-            f"chooses the query, and the bars show that word's {n_k} attention weights, which add up to 1; "
-            "text below names the features its query looks for and its largest weight."
+            f"A bar chart over the {n_k} words {' '.join(tr.key_tokens)}: one button per word chooses the "
+            f"query, and the bars show that word's {n_k} attention weights, which add up to 1; text below "
+            "names its largest weights, the features its query looks for, and the score of its largest "
+            "weight."
         ),
     )

@@ -1,14 +1,17 @@
 """Explorers for the chapter "Why divide by √d_k", static-HTML safe.
 
 As in :mod:`attnlib.interactive.trace_explorers`, every state is computed here
-in Python (by attnlib); the browser only switches between states with Plotly
-sliders. No attention arithmetic happens in JavaScript.
+in Python (by attnlib), with its numbers in words and tables for readers who do
+not see the plot; the browser only switches between the states (native range
+inputs in the book, Plotly's sliders in JupyterLab). No attention arithmetic
+happens in JavaScript.
 
 * :func:`scaling_explorer` – one query against a few keys; a slider for
   ``d_k`` and a slider for the scale, from raw scores (scale 1) to
-  ``1/√d_k``. Bars of the weights, with their maximum and entropy.
+  ``1/√d_k``. Bars of the weights; the state says their maximum and entropy.
 * :func:`variance_explorer` – histograms of ``q · k`` and of ``q · k / √d_k``
-  for random vectors as ``d_k`` grows, with sample and theoretical variances.
+  for random vectors as ``d_k`` grows; the state says the sample and theoretical
+  variances.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import plotly.graph_objects as go
 from attnlib import _validation as _v
 from attnlib import stats
 from attnlib.core import scaled_dot_product_attention
-from attnlib.interactive._render import StaticFigure, show
+from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
 from attnlib.interactive.live import scaling_draws
 from attnlib.plots import PALETTE
 
@@ -54,12 +57,13 @@ HIST_BINS = 60
 HIST_SPAN = 5.0
 
 _MAX_D_K = 1024  # the length of the draws of attnlib.interactive.live.scaling_draws
-_TEXT = "#222222"  # on the figure's light card, in light and dark mode alike
+_TEXT = "#222222"  # the book's explorer.css recolours the plot's text in the dark theme
 _GRID = "#e3e3e3"
 _BAR = PALETTE["blue"]
 _PEAK = PALETTE["vermillion"]
 _RAW = PALETTE["vermillion"]
 _SCALED = PALETTE["blue"]
+# Plotly's own sliders exist only in JupyterLab and VS Code (Plotly's mimetype), on a light page.
 _SLIDER_STYLE: dict[str, Any] = {
     "font": {"color": _TEXT}, "bgcolor": "#f2f2f2", "activebgcolor": PALETTE["orange"],
     "bordercolor": "#999999", "tickcolor": "#999999",
@@ -140,6 +144,44 @@ def _scale_text(d_k: int, t: float) -> str:
 
 
 # --------------------------------------------------------------------------- scaling explorer
+def _scaling_state(
+    d_k: int, t: float, q: np.ndarray, K: np.ndarray, keys: Sequence[str]
+) -> tuple[dict[str, Any], ExplorerState]:
+    """One state of :func:`scaling_explorer`: the plotted bars and the state in words and numbers."""
+    n_keys = len(keys)
+    _, W = scaled_dot_product_attention(q, K, np.eye(n_keys), scale=scale_for(d_k, t), return_weights=True)
+    w = W[0]  # (n_keys,)
+    scores = (q @ K.T)[0]  # (n_keys,) raw dot products
+    factor = d_k ** (-t / 2)
+    seen = scores * factor  # (n_keys,) what the softmax sees (attnlib scales q first: last-bit equal)
+    top, ent = float(stats.max_weight(w)), float(stats.entropy(w))
+    peak = int(np.argmax(w))
+    spread = float(np.std(seen))
+    bars = {
+        "y": [float(v) for v in w],
+        "text": [f"{v:.2f}" for v in w],
+        "colour": [_PEAK if j == peak else _BAR for j in range(n_keys)],
+    }
+    summary = (
+        f"d_k = {d_k}, {_scale_text(d_k, t)}: the largest weight is {top:.3f}, on key "
+        f"{keys[peak]}, and the entropy is {ent:.3f} nats (uniform over {n_keys} keys: "
+        f"ln {n_keys} = {math.log(n_keys):.3f}; all weight on one key: 0)."
+    )
+    lines = (
+        f"scores q · k_j, a sum of {d_k} products each: spread (std) {float(np.std(scores)):.3g}",
+        f"× {_scale_text(d_k, t)}: spread {spread:.3g}",
+        "weights = softmax(scaled scores): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in zip(keys, w, strict=True)),
+        f"max weight {top:.3f} (key {keys[peak]}) · entropy −Σ w ln w = {ent:.3f} nats",
+    )
+    table = DataTable(
+        f"d_k = {d_k}, {_scale_text(d_k, t)}: the weights of one query over {n_keys} keys",
+        ["key", "score q · k", "scaled score", "weight"],
+        [[k, f"{s:.4g}", f"{x:.4g}", f"{v:.4f}"] for k, s, x, v in zip(keys, scores, seen, w, strict=True)],
+    )
+    return bars, ExplorerState(summary, lines, (table,))
+
+
 def scaling_explorer(
     *,
     n_keys: int = 8,
@@ -156,9 +198,11 @@ def scaling_explorer(
     grows. For each ``d_k`` and each factor ``t`` the weights are
     ``scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, t))``: scale
     ``d_k^(−t/2)``, from raw scores (``t = 0``) to ``1/√d_k`` (``t = 1``).
-    Their :func:`~attnlib.stats.max_weight` and :func:`~attnlib.stats.entropy`
-    are written above the bars. All ``len(d_ks) × len(factors)`` states are
-    computed here; the browser only switches between them.
+    Each state says its :func:`~attnlib.stats.max_weight` and
+    :func:`~attnlib.stats.entropy` in words, shows the arithmetic line by line
+    and holds a table of the scores and weights. All
+    ``len(d_ks) × len(factors)`` states are computed here; the browser only
+    switches between them.
 
     Parameters
     ----------
@@ -176,12 +220,13 @@ def scaling_explorer(
     Returns
     -------
     StaticFigure
-        ``fig.data[k]`` is the bar trace of ``d_ks[k]`` (only the chosen one
-        visible), ``fig.layout.annotations[k]`` its summary line.
-        ``fig.layout.sliders[0]`` chooses ``d_k`` (visibility);
-        ``fig.layout.sliders[1].steps[j]`` sets factor ``factors[j]`` for every
-        ``d_k``: ``args[0]["y"][k]`` are the weights at ``d_ks[k]``, and
-        ``args[1]["annotations[k].text"]`` their summary.
+        Two controls, ``d_k`` then ``t``. ``fig.data[k]`` is the bar trace of
+        ``d_ks[k]`` (only the chosen one visible). ``fig.layout.sliders[0]``
+        chooses ``d_k`` (visibility); ``fig.layout.sliders[1].steps[j]`` sets
+        factor ``factors[j]`` for every ``d_k``: ``args[0]["y"][k]`` are the
+        weights at ``d_ks[k]``. ``states[(k, j)]`` is the state at
+        ``d_ks[k]`` and ``factors[j]``: its summary, its arithmetic, and a
+        table of each key's score, scaled score and weight.
 
     Raises
     ------
@@ -195,11 +240,13 @@ def scaling_explorer(
     Examples
     --------
     >>> sf = scaling_explorer()
-    >>> len(sf.fig.data), len(sf.fig.layout.sliders[1].steps)
-    (11, 5)
+    >>> len(sf.fig.data), len(sf.fig.layout.sliders[1].steps), len(sf.states)
+    (11, 5, 55)
     >>> raw, scaled = (sf.fig.layout.sliders[1].steps[j].args[0]["y"][9] for j in (0, 4))
     >>> max(raw) > max(scaled)  # d_k = 512: unscaled scores saturate the softmax
     True
+    >>> sf.states[(9, 0)].summary[:46]
+    'd_k = 512, scale 1 (raw scores): the largest w'
     """
     n_keys = _v.check_positive_int(n_keys, "n_keys")
     if n_keys < 2:
@@ -208,106 +255,73 @@ def scaling_explorer(
     d_ks = _check_d_ks(d_ks)
     factors = _check_factors(factors)
     q_all, K_all = scaling_draws(n_keys, seed)  # (1024,), (n_keys, 1024)
-    V = np.eye(n_keys)  # (n_keys, n_keys)
     keys = [f"k{j}" for j in range(n_keys)]
-    log_n = math.log(n_keys)
 
-    # states[j][k]: factor j, d_k index k
-    states: list[list[dict[str, Any]]] = []
-    for t in factors:
-        row = []
-        for d_k in d_ks:
-            q, K = q_all[None, :d_k], K_all[:, :d_k]  # (1, d_k), (n_keys, d_k)
-            _, W = scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, t), return_weights=True)
-            w = W[0]  # (n_keys,)
-            top, ent = float(stats.max_weight(w)), float(stats.entropy(w))
-            spread = float(np.std((q @ K.T)[0])) * d_k ** (-t / 2)  # std of the scores the softmax sees
-            peak = int(np.argmax(w))
-            row.append({
-                "y": [float(v) for v in w],
-                "text": [f"{v:.3f}" for v in w],
-                "colour": [_PEAK if j == peak else _BAR for j in range(n_keys)],
-                "note": (
-                    f"<b>d_k = {d_k}</b>, {_scale_text(d_k, t)}: spread (std) of the scores {spread:.3g}"
-                    f"<br><b>max weight {top:.3f}</b> · <b>entropy {ent:.3f} nats</b> "
-                    f"(uniform: ln {n_keys} = {log_n:.3f}; one-hot: 0)"
-                ),
-            })
-        states.append(row)
+    # bars[j][k], words[(k, j)]: factor j, d_k index k
+    bars: list[list[dict[str, Any]]] = [[] for _ in factors]
+    words: dict[tuple[int, int], ExplorerState] = {}
+    for j, t in enumerate(factors):
+        for k, d_k in enumerate(d_ks):
+            bar, state = _scaling_state(d_k, t, q_all[None, :d_k], K_all[:, :d_k], keys)  # (1, d_k), (n, d_k)
+            bars[j].append(bar)
+            words[(k, j)] = state
 
     k0 = d_ks.index(64) if 64 in d_ks else len(d_ks) // 2
     j0 = len(factors) - 1
-    start = states[j0]
+    start = bars[j0]
     fig = go.Figure()
     for k, d_k in enumerate(d_ks):
         fig.add_trace(go.Bar(
             x=keys, y=start[k]["y"], text=start[k]["text"], name=f"d_k = {d_k}", visible=k == k0,
             marker={"color": start[k]["colour"]}, textposition="outside", cliponaxis=False,
-            textfont={"color": _TEXT}, hovertemplate="key %{x}: weight %{y:.4f}<extra></extra>",
+            textfont={"size": 12}, hovertemplate="key %{x}: weight %{y:.4f}<extra></extra>",
         ))
-    notes = [
-        {
-            "text": start[k]["note"], "visible": k == k0, "xref": "paper", "yref": "paper",
-            "x": 0.0, "y": 1.02, "xanchor": "left", "yanchor": "bottom", "align": "left",
-            "showarrow": False, "font": {"color": _TEXT, "size": 13},
-        }
-        for k in range(len(d_ks))
-    ]
     d_k_steps = [
-        {
-            "label": str(d_k), "method": "update",
-            "args": [{"visible": [i == k for i in range(len(d_ks))]},
-                     {f"annotations[{i}].visible": i == k for i in range(len(d_ks))}],
-        }
+        {"label": str(d_k), "method": "restyle", "args": [{"visible": [i == k for i in range(len(d_ks))]}]}
         for k, d_k in enumerate(d_ks)
     ]
     factor_steps = [
         {
-            "label": _t_label(t), "method": "update",
-            "args": [
-                {"y": [s["y"] for s in row], "text": [s["text"] for s in row],
-                 "marker.color": [s["colour"] for s in row]},
-                {f"annotations[{k}].text": s["note"] for k, s in enumerate(row)},
-            ],
+            "label": _t_label(t), "method": "restyle",
+            "args": [{"y": [b["y"] for b in row], "text": [b["text"] for b in row],
+                      "marker.color": [b["colour"] for b in row]}],
         }
-        for t, row in zip(factors, states, strict=True)
+        for t, row in zip(factors, bars, strict=True)
     ]
     fig.update_layout(
-        height=600,
-        margin={"l": 60, "r": 30, "t": 110, "b": 10},
+        height=380,
+        margin={"l": 52, "r": 8, "t": 16, "b": 48},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
         font={"color": _TEXT, "size": 13},
-        title={"text": f"Weights of one random query over {n_keys} random keys",
-               "x": 0.0, "xanchor": "left", "y": 0.98, "yanchor": "top"},
         showlegend=False,
-        xaxis={"title": {"text": "key (the largest weight in vermillion)"}, "type": "category",
+        xaxis={"title": {"text": "key (largest weight in vermillion)"}, "type": "category",
                "fixedrange": True},
-        yaxis={"domain": [0.45, 1.0], "range": [0.0, 1.12], "title": {"text": "weight"},
+        yaxis={"range": [0.0, 1.12], "title": {"text": "weight"}, "tickvals": [0, 0.25, 0.5, 0.75, 1],
                "gridcolor": _GRID, "zerolinecolor": "#888888", "fixedrange": True},
-        annotations=notes,
+        # Plotly's own sliders, for JupyterLab (the book turns them into native range inputs): under the
+        # plot, which they push up (margin autoexpand).
         sliders=[
-            {"steps": d_k_steps, "active": k0, "x": 0.03, "len": 0.94, "y": 0.3, "yanchor": "top",
-             "currentvalue": {"prefix": "d_k = ", "font": {"color": _TEXT}}, "pad": {"t": 0, "b": 0},
-             **_SLIDER_STYLE},
-            {"steps": factor_steps, "active": j0, "x": 0.03, "len": 0.94, "y": 0.13, "yanchor": "top",
-             "currentvalue": {"prefix": "scale d_k^(−t/2), t = ", "font": {"color": _TEXT}},
-             "pad": {"t": 0, "b": 0}, **_SLIDER_STYLE},
+            {"steps": d_k_steps, "active": k0, "x": 0.04, "len": 0.92, "y": -0.2, "yanchor": "top",
+             "currentvalue": {"prefix": "d_k = "}, "pad": {"t": 0, "b": 0}, **_SLIDER_STYLE},
+            {"steps": factor_steps, "active": j0, "x": 0.04, "len": 0.92, "y": -0.2, "yanchor": "top",
+             "currentvalue": {"prefix": "t = "}, "pad": {"t": 90, "b": 0}, **_SLIDER_STYLE},
         ],
     )
-    return show(
+    return StaticFigure(
         fig, div_id=div_id,
+        control_labels=["d_k", "t"],
+        states=words,
         caption=(
-            "Move the d_k slider to lengthen the query and the keys, and the t slider to go from raw "
-            "scores (t = 0) to scores divided by √d_k (t = 1). Without the division the weights pile "
-            "onto one key as d_k grows: the max weight nears 1 and the entropy 0."
+            "Choose d_k to lengthen the query and the keys, and t to go from raw scores (t = 0) to scores "
+            "divided by √d_k (t = 1). Without the division the weights pile onto one key as d_k grows: "
+            "the largest weight nears 1 and the entropy 0."
         ),
         alt=(
-            f"An interactive bar chart of the attention weights of one random query over {n_keys} "
-            f"random keys, for d_k from {d_ks[0]} to {d_ks[-1]} and scale d_k to the power −t/2 for t "
-            f"from {factors[0]:g} to {factors[-1]:g}, with the maximum weight and the entropy written "
-            "above the bars. Unscaled, the weights concentrate on one key as d_k grows; scaled by "
-            "1/√d_k they stay spread out."
+            f"A bar chart of the attention weights of one random query over {n_keys} random keys, for d_k "
+            f"from {d_ks[0]} to {d_ks[-1]} and scale d_k to the power −t/2 for t from {factors[0]:g} to "
+            f"{factors[-1]:g}; the largest weight is in vermillion. Unscaled, the weights concentrate on "
+            "one key as d_k grows; scaled by 1/√d_k they stay spread out."
         ),
     )
 
@@ -344,14 +358,61 @@ def histogram_edges(d_k: int, *, scaled: bool) -> np.ndarray:
     return np.linspace(-half, half, HIST_BINS + 1)
 
 
-def _panel_note(name: str, theory: str, est: stats.VarianceEstimate, outside: int) -> str:
-    note = (
-        f"<b>{name}</b><br>sample variance {est.estimate:.3g} "
-        f"(95% CI {est.low:.3g} to {est.high:.3g})<br>theory: {theory}"
+def _ticks(half: float) -> list[float]:
+    """Symmetric ticks of an axis ``±half``: a 1-2-5 step, none in its outer fifth.
+
+    The outer fifth stays free so that the leftmost x label never meets the y axis's labels at the
+    corner, even at phone width.
+    """
+    raw = half * 0.8 / 3  # two or three ticks on each side of 0
+    step = min(m * 10 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10)
+               if m * 10 ** math.floor(math.log10(raw)) >= raw)
+    n = int(half * 0.8 // step)
+    return [float(i * step) for i in range(-n, n + 1)]
+
+
+def _g3(x: float) -> str:
+    """``x`` to 3 significant digits, without an exponent: 0.996, 16.2, 255, 1,040."""
+    rounded = float(f"{x:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 1000 else f"{x:.3g}"
+
+
+def _ci(est: stats.VarianceEstimate) -> str:
+    return f"{_g3(est.estimate)} (95% CI {_g3(est.low)} to {_g3(est.high)})"
+
+
+def _variance_state(d_k: int, n_samples: int, panels: Sequence[dict[str, Any]]) -> ExplorerState:
+    """One state of :func:`variance_explorer` in words and numbers."""
+    raw, scaled = panels
+    root = math.sqrt(d_k)
+    root_text = f"√{d_k} = {root:.4g}"
+    outside = raw["outside"]
+    summary = (
+        f"d_k = {d_k}: q · k has sample variance {_ci(raw['est'])}, theory d_k = {d_k}; divided by "
+        f"{root_text} it has sample variance {_ci(scaled['est'])}, theory 1."
     )
-    if outside:
-        note += f"<br>{outside} samples beyond ±{HIST_SPAN:g} std not drawn"
-    return note
+    lines = [
+        f"{n_samples:,} samples of q · k = Σ q_t k_t, a sum of {d_k} products of standard-normal numbers",
+        f"Var(q · k): sample {_ci(raw['est'])}; theory d_k = {d_k}",
+        f"Var(q · k / √d_k) = Var(q · k) / {d_k}: sample {_ci(scaled['est'])}; theory 1",
+        f"bins: {HIST_BINS} over ±{HIST_SPAN:g} standard deviations, width {raw['width']:.4g} for q · k "
+        f"and {scaled['width']:.4g} for q · k / √d_k"
+        + (f"; {outside} samples beyond them are not drawn" if outside else ""),
+    ]
+    stats_table = DataTable(
+        f"Sample variances at d_k = {d_k} ({n_samples:,} samples)",
+        ["quantity", "sample variance", "95% CI low", "95% CI high", "theory"],
+        [[name, f"{p['est'].estimate:.4g}", f"{p['est'].low:.4g}", f"{p['est'].high:.4g}", theory]
+         for name, p, theory in (("q · k", raw, str(d_k)), ("q · k / √d_k", scaled, "1"))],
+    )
+    counts_table = DataTable(
+        f"Samples per bin at d_k = {d_k} (the two histograms: the same samples, the same counts)",
+        ["bin of q · k", "bin of q · k / √d_k", "samples"],
+        [[f"{a:.4g} to {b:.4g}", f"{c:.4g} to {d:.4g}", str(n)]
+         for a, b, c, d, n in zip(raw["edges"][:-1], raw["edges"][1:], scaled["edges"][:-1],
+                                  scaled["edges"][1:], raw["y"], strict=True)],
+    )
+    return ExplorerState(summary, lines, (stats_table, counts_table))
 
 
 def variance_explorer(
@@ -366,9 +427,11 @@ def variance_explorer(
     For each ``d_k``, ``n_samples`` dot products of standard-normal vectors
     (:func:`variance_samples`, i.e. :func:`attnlib.stats.dot_product_samples`)
     are binned in Python with ``np.histogram`` on :func:`histogram_edges`;
-    only the counts reach the page. Each panel states the sample variance
-    (:func:`attnlib.stats.variance_with_ci`) and the theory: ``d_k`` for
-    ``q · k``, 1 for ``q · k / √d_k``.
+    only the counts reach the page. The two histograms are stacked, ``q · k``
+    on top. Each state states the sample variances
+    (:func:`attnlib.stats.variance_with_ci`) and the theory in words (``d_k``
+    for ``q · k``, 1 for ``q · k / √d_k``) and holds the variances and the
+    counts per bin as tables.
 
     Parameters
     ----------
@@ -384,12 +447,13 @@ def variance_explorer(
     Returns
     -------
     StaticFigure
-        ``fig.data[0]`` is the histogram of ``q · k`` (left), ``fig.data[1]``
-        that of ``q · k / √d_k`` (right), as bars at the bin centres.
-        ``fig.layout.sliders[0].steps[k]`` shows ``d_ks[k]``: its
-        ``args[0]["y"]`` are the two panels' counts, ``args[0]["x"]`` the bin
-        centres, ``args[1]["annotations[0].text"]`` and ``[1]`` the variances,
-        ``args[1]["yaxis.range"]`` the y range of both panels.
+        One control, ``d_k``. ``fig.data[0]`` is the histogram of ``q · k``
+        (top), ``fig.data[1]`` that of ``q · k / √d_k`` (bottom), as bars at
+        the bin centres. ``fig.layout.sliders[0].steps[k]`` shows ``d_ks[k]``:
+        its ``args[0]["y"]`` are the two panels' counts, ``args[0]["x"]`` the
+        bin centres, ``args[1]["yaxis.range"]`` the y range of both panels.
+        ``states[(k,)]`` says the variances of ``d_ks[k]`` in words and holds
+        two tables: the variances, and the samples per bin.
 
     Raises
     ------
@@ -406,6 +470,8 @@ def variance_explorer(
     ['1', '4', '16', '64', '256', '1024']
     >>> sum(sf.fig.data[1].y) <= 2_000
     True
+    >>> sf.states[(5,)].summary.startswith("d_k = 1024: q · k has sample variance")
+    True
     """
     n_samples = _v.check_positive_int(n_samples, "n_samples")
     if n_samples < 2:
@@ -415,7 +481,8 @@ def variance_explorer(
     samples = variance_samples(d_ks, n_samples, seed)
 
     states = []
-    for d_k in d_ks:
+    words: dict[tuple[int], ExplorerState] = {}
+    for k, d_k in enumerate(d_ks):
         raw = samples[d_k]  # (n_samples,)
         scaled = raw / math.sqrt(d_k)  # (n_samples,)
         panels = []
@@ -423,6 +490,7 @@ def variance_explorer(
             edges = histogram_edges(d_k, scaled=is_scaled)  # (HIST_BINS + 1,)
             counts, _ = np.histogram(values, bins=edges)  # (HIST_BINS,)
             panels.append({
+                "edges": edges,
                 "x": [float(c) for c in (edges[:-1] + edges[1:]) / 2],
                 "y": [int(c) for c in counts],
                 "width": float(edges[1] - edges[0]),
@@ -432,11 +500,8 @@ def variance_explorer(
         states.append({
             "panels": panels,
             "y_range": [0, 1.1 * max(max(p["y"]) for p in panels)],  # one range for both panels
-            "notes": [
-                _panel_note("q · k", f"Var = d_k = {d_k}", panels[0]["est"], panels[0]["outside"]),
-                _panel_note("q · k / √d_k", "Var = 1", panels[1]["est"], panels[1]["outside"]),
-            ],
         })
+        words[(k,)] = _variance_state(d_k, n_samples, panels)
 
     k0 = 0
     first = states[k0]["panels"]
@@ -455,54 +520,48 @@ def variance_explorer(
             "args": [
                 {"x": [p["x"] for p in st["panels"]], "y": [p["y"] for p in st["panels"]],
                  "width": [p["width"] for p in st["panels"]]},
-                {"annotations[0].text": st["notes"][0], "annotations[1].text": st["notes"][1],
-                 "yaxis.range": st["y_range"], "yaxis2.range": st["y_range"]},
+                {"yaxis.range": st["y_range"], "yaxis2.range": st["y_range"]},
             ],
         }
         for d_k, st in zip(d_ks, states, strict=True)
     ]
-    notes = [
-        {"text": states[k0]["notes"][i], "xref": "paper", "yref": "paper", "x": x, "y": 1.02,
-         "xanchor": "left", "yanchor": "bottom", "align": "left", "showarrow": False,
-         "font": {"color": _TEXT, "size": 13}}
-        for i, x in enumerate((0.0, 0.54))
-    ]
     axis = {"gridcolor": _GRID, "zerolinecolor": "#888888", "fixedrange": True}
     fig.update_layout(
-        height=500,
-        margin={"l": 60, "r": 30, "t": 120, "b": 10},
+        height=520,
+        margin={"l": 60, "r": 12, "t": 12, "b": 48},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
         font={"color": _TEXT, "size": 13},
         showlegend=False,
         bargap=0,
-        title={"text": f"{n_samples:,} dot products of random vectors per d_k",
-               "x": 0.0, "xanchor": "left", "y": 0.98, "yanchor": "top"},
-        xaxis={"domain": [0.0, 0.46], "range": [-raw_max, raw_max], "anchor": "y",
-               "title": {"text": "q · k (fixed axis: watch it widen)"}, **axis, "zeroline": False},
-        yaxis={"domain": [0.3, 1.0], "range": states[k0]["y_range"], "title": {"text": "samples per bin"},
-               "anchor": "x", **axis},
-        xaxis2={"domain": [0.54, 1.0], "range": [-HIST_SPAN, HIST_SPAN], "anchor": "y2",
+        xaxis={"domain": [0.0, 1.0], "range": [-raw_max, raw_max], "anchor": "y", "tickvals": _ticks(raw_max),
+               "title": {"text": "q · k (a fixed axis: watch it widen)"}, **axis, "zeroline": False},
+        yaxis={"domain": [0.6, 1.0], "range": states[k0]["y_range"], "title": {"text": "samples"},
+               "anchor": "x", "nticks": 5, **axis},
+        xaxis2={"domain": [0.0, 1.0], "range": [-HIST_SPAN, HIST_SPAN], "anchor": "y2",
+                "tickvals": _ticks(HIST_SPAN),
                 "title": {"text": "q · k / √d_k"}, **axis, "zeroline": False},
-        yaxis2={"domain": [0.3, 1.0], "range": states[k0]["y_range"], "anchor": "x2", **axis},
-        annotations=notes,
+        yaxis2={"domain": [0.0, 0.4], "range": states[k0]["y_range"], "title": {"text": "samples"},
+                "anchor": "x2", "nticks": 5, **axis},
+        # Plotly's own slider, for JupyterLab (the book turns it into a native range input): under the
+        # plot, which it pushes up (margin autoexpand).
         sliders=[{
-            "steps": steps, "active": k0, "x": 0.03, "len": 0.94, "y": 0.12, "yanchor": "top",
-            "currentvalue": {"prefix": "d_k = ", "font": {"color": _TEXT}}, "pad": {"t": 0, "b": 0},
-            **_SLIDER_STYLE,
+            "steps": steps, "active": k0, "x": 0.0, "len": 1.0, "y": -0.12, "yanchor": "top",
+            "currentvalue": {"prefix": "d_k = "}, "pad": {"t": 0, "b": 0}, **_SLIDER_STYLE,
         }],
     )
-    return show(
+    return StaticFigure(
         fig, div_id=div_id,
+        control_labels=["d_k"],
+        states=words,
         caption=(
-            "Move the slider to lengthen the random vectors. The spread of q · k (left, on a fixed "
-            "axis) grows like √d_k, its variance like d_k; divided by √d_k (right) it keeps variance 1."
+            "Choose d_k to lengthen the random vectors. The spread of q · k (top, on a fixed axis) grows "
+            "like √d_k, its variance like d_k; divided by √d_k (bottom) it keeps variance 1."
         ),
         alt=(
             f"Two histograms of {n_samples} dot products of standard-normal vectors, for d_k from "
-            f"{d_ks[0]} to {d_ks[-1]} chosen with a slider: on the left q · k, which widens as d_k "
-            "grows, with sample variance close to d_k; on the right q · k divided by √d_k, which keeps "
-            "the same width, with sample variance close to 1. Each panel states its sample variance "
-            "with a 95% confidence interval and the theoretical value."
+            f"{d_ks[0]} to {d_ks[-1]}: on top q · k, which widens as d_k grows, with sample variance close "
+            "to d_k; below, q · k divided by √d_k, which keeps the same width, with sample variance close "
+            "to 1."
         ),
     )

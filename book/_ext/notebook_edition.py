@@ -11,6 +11,8 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
 * cross-references and citations are plain text (``"Exercise 3.2"``, ``“Section title” (chapter 4)``,
   ``[Vaswani et al., 2017]``), with the works a chapter cites listed at its end;
 * exercises, theorems and proofs are Markdown headings and paragraphs, numbered as in the HTML;
+  a figure's caption (``mystnb.figure`` in its cell's metadata) is a paragraph under it, "**Figure
+  3.2.** …", numbered as in the HTML, and ``{numref}`` to it reads "Figure 3.2";
   each solution (its text, code and outputs) is one ``<details>`` block after its exercise, without
   the chapters' ``### BEGIN/END SOLUTION`` lines, in a cell that nbgrader reads as an answer cell (the
   notebook an instructor gives nbgrader; see ``book/_ext/student.py``);
@@ -115,6 +117,17 @@ def install_cell(source: str) -> NotebookNode:
     return cell
 
 
+def figure_options(cell: NotebookNode) -> dict[str, Any]:
+    """The ``mystnb.figure`` options of a code cell (``caption``, ``name``), or {} when it has none."""
+    options = cell.get("metadata", {}).get("mystnb", {}).get("figure") or {}
+    return dict(options) if isinstance(options, dict) else {}
+
+
+def is_numbered_figure(options: dict[str, Any]) -> bool:
+    """Sphinx numbers a figure that has a caption and a name (a target) and no other."""
+    return bool(str(options.get("caption", "")).strip() and str(options.get("name", "")).strip())
+
+
 # --------------------------------------------------------------------------- the book's labels
 @dataclass
 class Chapter:
@@ -185,6 +198,10 @@ def collect_labels(chapters: list[Chapter]) -> Labels:
         counts: dict[str, int] = {}
         pending: list[str] = []
         for cell in chapter.notebook.cells:
+            if cell.cell_type == "code" and is_numbered_figure(options := figure_options(cell)):
+                counts["Figure"] = counts.get("Figure", 0) + 1
+                labels.text[str(options["name"]).strip()] = f"Figure {number}.{counts['Figure']}"
+                labels.chapter_of[str(options["name"]).strip()] = number
             if cell.cell_type != "markdown":
                 continue
             for line in cell.source.splitlines():
@@ -257,7 +274,27 @@ class Bibliography:
         return " and ".join(names) or entry.fields.get("organization", key)
 
     def year(self, key: str) -> str:
-        return str(self._entry(key).fields.get("year", "n.d."))
+        """The year as the HTML cites it: with the letter of its label when two works share author and
+        year ("2023a", ``book/_ext/bibstyle.py``; labels made over every entry of references.bib)."""
+        return str(self._entry(key).fields.get("year", "n.d.")) + self._letters.get(key, "")
+
+    @cached_property
+    def _letters(self) -> dict[str, str]:
+        from bibstyle import (  # beside this file
+            AuthorYearLabelStyle,
+            AuthorYearStyle,
+            author_year_label,
+            register,
+        )
+
+        register()
+        entries = list(AuthorYearStyle().sort(self.entries.values()))  # in the References page's order
+        letters = {}
+        for entry, label in zip(entries, AuthorYearLabelStyle().format_labels(entries), strict=True):
+            plain = author_year_label(entry)
+            if label != plain and label.startswith(plain):
+                letters[entry.key] = label[len(plain):]
+        return letters
 
     def cite(self, keys: list[str], textual: bool) -> str:
         """As sphinxcontrib-bibtex's author-year style shows it: keys sorted by author and year."""
@@ -784,6 +821,11 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
             if code and not _only_comments(code):
                 solution["parts"].append(f"```python\n{code}\n```")
                 solution["parts"] += _output_markdown(outputs)
+                r.in_solution = True
+                caption = figure_caption(r, cell)
+                r.in_solution = False
+                if caption:
+                    solution["parts"].append(caption)
             continue
         # Solution code inside other code keeps its markers here (an nbgrader source; see student.py).
         code = without_glue(cell.source)
@@ -800,6 +842,9 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
         if is_solution(cell):
             new.metadata["nbgrader"] = dict(cell.metadata["nbgrader"])
         cells.append(new)
+        caption = figure_caption(r, cell)
+        if caption:
+            cells.append(nbformat.v4.new_markdown_cell(caption))
     if solution is not None:
         raise ValueError(f"{chapter.path.name}: the solution to {solution['label']} never ends")
     cells = _without_dead_cells(cells)
@@ -833,6 +878,17 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
     if edition == "student":  # the same cells, ids kept, less every solution
         nb.cells = [kept for c in nb.cells if (kept := student_cell(c)) is not None]
     return nb
+
+
+def figure_caption(r: Renderer, cell: NotebookNode) -> str:
+    """The caption of a code cell's figure as the paragraph under it ("**Figure 3.2.** …"), or ""."""
+    options = figure_options(cell)
+    text = str(options.get("caption", "")).strip()
+    if not text:
+        return ""
+    caption = r.markdown(text)
+    name = str(options.get("name", "")).strip()
+    return f"**{r.labels.text[name]}.** {caption}" if is_numbered_figure(options) else f"*{caption}*"
 
 
 def _markdown_cells(r: Renderer, cell: NotebookNode) -> list[NotebookNode]:

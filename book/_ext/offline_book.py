@@ -1,4 +1,4 @@
-"""Local Sphinx extension: keep every page of the book free of third-party requests.
+"""Local Sphinx extension: keep every page of the book free of third-party requests, and light.
 
 Two jobs:
 
@@ -7,12 +7,14 @@ Two jobs:
   book does not use Thebe, and the script is added twice, which the browser
   reports as a redeclaration error. Those scripts are dropped from each page's
   context before it is rendered.
-* Interactive figures (``attnlib.interactive``) are written into the page
-  without plotly.js. On a page whose body has a ``plotly-graph-div``, this
-  extension adds ``_static/plotly/plotly.min.js`` (copied once from the
-  installed plotly package) as a plain blocking ``<script>`` in ``<head>``, so
-  ``window.Plotly`` exists before the figures' inline ``Plotly.newPlot`` calls
-  run. Pages without a figure do not load it.
+* Explorers (``attnlib.interactive``) are written into the page as HTML with
+  their figure as JSON. On a page that has one, this extension adds attnlib's
+  ``explorer.js`` (copied from the installed package) as a deferred script whose
+  ``data-plotly`` names the book's own plotly.js: the vendored cartesian partial
+  bundle ``book/_static/vendor/plotly/`` (bar and heatmap traces and the rest of
+  the cartesian family, 0.5 MB gzip instead of 1.5 MB). explorer.js loads it
+  only when a figure comes near the viewport, so plotly.js never blocks or
+  delays the first paint. Pages without an explorer load neither.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-PLOTLY_JS = "plotly/plotly.min.js"  # under the build's _static/
-PLOTLY_MARK = 'class="plotly-graph-div"'
+PLOTLY_VERSION = "4.1.1"  # the plotly.js of the pinned Python plotly (checked at build time)
+PLOTLY_BUNDLE = f"vendor/plotly/plotly-cartesian-{PLOTLY_VERSION}.min.js"  # in book/_static
+EXPLORER_JS = "attnlib-explorer.js"  # under the build's _static/, copied from attnlib.interactive
+EXPLORER_MARK = 'class="attnlib-explorer"'
 MIME_PLUGIN = "MystNbPlotlyMime"
 WIDGET_STATE_MIMETYPE = "application/vnd.jupyter.widget-state+json"
 
@@ -43,10 +47,10 @@ def _is_widget_state(script: Any) -> bool:
     return getattr(script, "attributes", {}).get("type", "") == WIDGET_STATE_MIMETYPE
 
 
-def _plotly_source() -> Path:
-    import plotly
+def _explorer_source() -> Path:
+    from attnlib.interactive import _render
 
-    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return _render.EXPLORER_JS
 
 
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
@@ -55,13 +59,32 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict, 
         # In place: Sphinx restores this list before the next page, and per-page
         # scripts added below must land in the same list.
         scripts[:] = [s for s in scripts if not (_is_thebe(s) or _is_widget_state(s))]
-    if PLOTLY_MARK in (context.get("body") or ""):
-        target = Path(app.outdir) / "_static" / PLOTLY_JS
+    if EXPLORER_MARK in (context.get("body") or ""):
+        target = Path(app.outdir) / "_static" / EXPLORER_JS
         if not target.is_file():  # copied before the page is written, so Sphinx adds ?v=checksum
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(_plotly_source(), target)
+            shutil.copyfile(_explorer_source(), target)
+        # Relative to this page, as Sphinx writes its own _static links.
+        depth = pagename.count("/")
+        plotly_url = "../" * depth + "_static/" + PLOTLY_BUNDLE
         # Called during html-page-context, add_js_file adds the script to this page only.
-        app.add_js_file(PLOTLY_JS, priority=200)
+        app.add_js_file(EXPLORER_JS, priority=200, defer="defer", **{"data-plotly": plotly_url})
+
+
+def _check_plotly_bundle(app: Sphinx) -> None:
+    """Error under -W if the vendored plotly.js is missing or not the version the Python plotly writes for."""
+    from plotly.offline import get_plotlyjs_version
+
+    bundle = Path(app.confdir) / "book" / "_static" / PLOTLY_BUNDLE
+    if not bundle.is_file():
+        logger.warning("the vendored plotly.js bundle %s is missing (see its README.md)", bundle)
+    elif get_plotlyjs_version() != PLOTLY_VERSION:
+        logger.warning(
+            "the vendored plotly.js is %s but the installed Python plotly writes figures for plotly.js %s: "
+            "update book/_static/vendor/plotly/ (see its README.md)",
+            PLOTLY_VERSION,
+            get_plotlyjs_version(),
+        )
 
 
 def _check_mime_plugin(app: Sphinx) -> None:
@@ -83,4 +106,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # After myst-nb's own html-page-context handler (priority 500), which adds the widget state.
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("builder-inited", _check_mime_plugin)
+    app.connect("builder-inited", _check_plotly_bundle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

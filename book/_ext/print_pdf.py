@@ -113,20 +113,30 @@ section.attnlib-pdf-solutions div.solution { display: block !important; break-in
 # Resolves once the page is ready to print: math typeset, web fonts loaded, every Plotly figure drawn.
 READY_JS = """
 async () => {
-  const hasMath = document.querySelector('.math') !== null;
-  const mj = window.MathJax;
-  if (mj && mj.startup && mj.startup.promise) {
+  // MathJax arrives after the first paint (book/_static/lean/math.js): wait for it to start, then for
+  // every formula to be typeset.
+  if (document.querySelector('.math') !== null) {
+    let mj = window.MathJax;
+    for (let i = 0; i < 600 && !(mj && mj.startup && mj.startup.promise); i++) {
+      await new Promise(r => setTimeout(r, 200));
+      mj = window.MathJax;
+    }
+    if (!(mj && mj.startup && mj.startup.promise)) {
+      throw new Error('the page has math but MathJax did not start within 120 s');
+    }
     await mj.startup.promise;
-  } else if (hasMath) {
-    throw new Error('the page has math but MathJax did not start');
   }
   await document.fonts.ready;
   return true;
 }
 """
+# Explorers draw their plots lazily (near the viewport): draw them all, then wait until each has.
 PLOTLY_DRAWN_JS = """
-() => Array.from(document.querySelectorAll('.plotly-graph-div'))
-  .every(gd => gd._fullLayout && gd.querySelector('svg.main-svg'))
+() => {
+  if (window.attnlibExplorers) window.attnlibExplorers.drawAll();
+  return Array.from(document.querySelectorAll('.attnlib-plot'))
+    .every(gd => gd._fullLayout && gd.querySelector('svg.main-svg'));
+}
 """
 
 # Moves the solutions into a "Solutions" section at the end of the chapter and lists what the outline

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 from test_pages import TIMEOUT_MS, PageLog
 
+PLOTLY_BUNDLE = "/_static/vendor/plotly/plotly-cartesian-4.1.1.min.js"
+
 # True once every figure id is a Plotly graph that has drawn its traces.
 RENDERED_JS = """
 ids => ids.every(id => { const gd = document.getElementById(id);
@@ -53,6 +55,8 @@ def open_page(
                     f"{path} has no element with id {', '.join(missing)}: {missing_hint}",
                     pytrace=False,
                 )
+        # Explorers draw lazily, when they near the viewport: draw them all, as printing does.
+        page.evaluate("() => window.attnlibExplorers && window.attnlibExplorers.drawAll()")
         page.wait_for_function(RENDERED_JS, arg=list(figure_ids))
         yield page, log
     finally:
@@ -67,10 +71,57 @@ def assert_clean(log: PageLog) -> None:
 
 
 def assert_books_plotly(page: Any) -> None:
-    """The page loads plotly.js once, from the book's ``_static``."""
+    """The page loads plotly.js once, the book's own cartesian bundle, and only through explorer.js."""
     scripts = page.evaluate("() => Array.from(document.scripts).map(s => s.src).filter(Boolean)")
     plotly = [s for s in scripts if "plotly" in s]
-    assert len(plotly) == 1 and "/_static/plotly/plotly.min.js" in plotly[0], plotly
+    assert len(plotly) == 1 and PLOTLY_BUNDLE in plotly[0], plotly
+    head = page.evaluate("() => Array.from(document.head.querySelectorAll('script[src]:not([async])'))"
+                         ".map(s => s.src).filter(s => s.includes('plotly'))")
+    assert not head, f"plotly.js must not be a blocking script of the page: {head}"
+
+
+def choose(page: Any, div_id: str, control: int, option: int) -> None:
+    """Choose ``option`` of ``control`` in the explorer around ``div_id`` with the keyboard alone.
+
+    A button group: Tab-free focus on the option's button, then Enter. A range input: focus, Home,
+    then ArrowRight ``option`` times. Waits until the plot (if any) shows the chosen state.
+    """
+    figure = page.locator(f'figure[data-explorer="{div_id}"]')
+    button = figure.locator(f'button[data-control="{control}"][data-option="{option}"]')
+    if button.count():
+        button.focus()
+        page.keyboard.press("Enter")
+    else:
+        slider = figure.locator(f'input[type="range"][data-control="{control}"]')
+        slider.focus()
+        page.keyboard.press("Home")
+        for _ in range(option):
+            page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        """([id, c, k]) => {
+             const ex = document.querySelector(`figure[data-explorer="${id}"]`).attnlibExplorer;
+             return ex.state[c] === k && (!ex.gd || (ex.plotted && ex.drawn[c] === k)); }""",
+        arg=[div_id, control, option],
+    )
+    page.evaluate(
+        "id => document.querySelector(`figure[data-explorer=\"${id}\"]`).attnlibExplorer.chain", div_id
+    )
+
+
+def shown_state(page: Any, div_id: str) -> dict[str, Any]:
+    """The shown state panel of an explorer: key, summary, lines, tables (lists of rows), live text."""
+    return page.evaluate(
+        """id => { const f = document.querySelector(`figure[data-explorer="${id}"]`);
+             const shown = [...f.querySelectorAll('.attnlib-state')].filter(p => !p.hidden);
+             const p = shown[0];
+             const text = (sel) => { const e = p.querySelector(sel); return e ? e.textContent : ''; };
+             return { count: shown.length, key: p.dataset.state, summary: text('.attnlib-state-summary'),
+                      lines: text('.attnlib-state-lines'),
+                      tables: [...p.querySelectorAll('table')].map(t => [...t.rows].map(
+                        r => [...r.cells].map(c => c.textContent))),
+                      live: f.querySelector('.attnlib-live').textContent }; }""",
+        div_id,
+    )
 
 
 def plain(text: str) -> str:

@@ -1,10 +1,11 @@
-"""The explorers of chapter 2 (queries, keys and values), operated in headless Chromium.
+"""The explorers of chapter 2 (queries, keys and values), operated by keyboard in headless Chromium.
 
 Expected values come from attnlib, never from the page:
-* clicking "it" in the click-a-word explorer shows the row of "it", whose largest bar is "animal";
-  clicking another word shows that word's row instead;
-* the slider of the "Cat sits" stepper switches the phase: its title and its tables change to the
-  next phase's matrices;
+* choosing "it" in the word explorer (focus its button, Enter) shows the row of "it", whose largest bar
+  is "animal", says so in the state's text and its live region, and tabulates the row; choosing another
+  word shows that word's row instead;
+* at 390 px every word's button, "it" included, is inside the viewport and at least 44 px square;
+* each phase of the "Cat sits" stepper shows that phase's matrices as tables and its arithmetic;
 * while doing so, no console error, no uncaught exception and no request to another host.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from explorer_helpers import assert_clean, plain
+from explorer_helpers import assert_clean, choose, plain, shown_state
 from test_pages import PageLog
 
 from attnlib.examples import cat_sits
@@ -25,26 +26,14 @@ from attnlib.trace import trace_attention
 
 PAGE = "book/02_qkv.html"
 WORDS = "qkv-word-explorer"
-STEPPER = "qkv-cat-sits-stepper"
+STEPPER = "qkv-cat-sits-stepper"  # HTML tables only: no plot to wait for
 
 _BARS_JS = """
 id => { const gd = document.getElementById(id);
   return { visible: gd.data.map(t => t.visible !== false), y: gd.data.map(t => Array.from(t.y)),
-           title: gd.layout.title.text,
            bars: Array.from(gd.querySelectorAll('.barlayer .trace'))
                       .filter(t => getComputedStyle(t).opacity !== '0' && t.querySelectorAll('path').length)
-                      .length,
-           shown: Array.from(gd.querySelectorAll('.annotation-text'))
-                       .filter(e => e.closest('.annotation').style.display !== 'none')
-                       .map(e => e.textContent) }; }
-"""
-_TABLES_JS = """
-id => { const gd = document.getElementById(id);
-  return { title: gd.layout.title.text,
-           visible: gd.data.map(t => t.visible !== false),
-           headers: gd.data.map(t => Array.from(t.header.values)),
-           cells: gd.data.map(t => t.cells.values.map(c => Array.from(c))),
-           svgTitle: gd.querySelector('.gtitle').textContent }; }
+                      .length }; }
 """
 
 
@@ -62,76 +51,90 @@ def tr_cs() -> Any:
 
 @pytest.fixture
 def chapter(open_page: Any) -> tuple[Any, PageLog]:
-    return open_page(PAGE, [WORDS, STEPPER])
+    return open_page(PAGE, [WORDS])
 
 
-def _matrix(cells: list[list[str]]) -> np.ndarray:
-    return np.array([[float(v) for v in col] for col in cells[1:]]).T
+def _numbers(table: list[list[str]], column: int) -> np.ndarray:
+    """One column of a shown table (its header row dropped) as floats."""
+    return np.array([float(row[column]) for row in table[1:]])
 
 
-def test_clicking_it_shows_its_row_with_the_most_on_animal(
+def test_choosing_it_shows_its_row_with_the_most_on_animal(
     chapter: tuple[Any, PageLog], tr_words: Any
 ) -> None:
     page, log = chapter
-    page.locator(f"#{WORDS}").scroll_into_view_if_needed()
     tokens = list(tr_words.tokens)
-    assert page.locator(f"#{WORDS} .updatemenu-button").count() == len(tokens)
-    start = page.evaluate(_BARS_JS, WORDS)
-    assert start["visible"] == [k == 0 for k in range(len(tokens))]
+    buttons = page.locator(f'figure[data-explorer="{WORDS}"] button[data-control="0"]')
+    assert buttons.all_inner_texts() == tokens
+    assert page.evaluate(_BARS_JS, WORDS)["visible"] == [k == 0 for k in range(len(tokens))]
 
     it, animal = tokens.index("it"), tokens.index("animal")
-    page.locator(f"#{WORDS} .updatemenu-button").nth(it).click()
-    page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
-                           arg=[WORDS, it])
+    w = tr_words.weights[it]
+    choose(page, WORDS, 0, it)
     state = page.evaluate(_BARS_JS, WORDS)
-    assert state["visible"] == [k == it for k in range(len(tokens))]
-    np.testing.assert_array_equal(state["y"][it], as_plotted(tr_words.weights[it]))
+    assert state["visible"] == [k == it for k in range(len(tokens))] and state["bars"] == 1
+    np.testing.assert_array_equal(state["y"][it], as_plotted(w))
     assert int(np.argmax(state["y"][it])) == animal
-    assert "“it”" in state["title"] and state["bars"] == 1
-    shown = plain(" ".join(state["shown"]))
-    assert "it looks for: noun 2.0, animate 6.0, state 1.5" in shown
-    assert f"largest weight: animal, {tr_words.weights[it, animal]:.4f}" in shown
+    assert buttons.nth(it).get_attribute("aria-pressed") == "true"
+    shown = shown_state(page, WORDS)
+    assert shown["count"] == 1 and shown["key"] == str(it)
+    assert f"Query “it”: its largest weights are {w[animal]:.4f} on “animal”" in shown["summary"]
+    assert shown["live"] == shown["summary"], "the live region announces the state"
+    lines = plain(shown["lines"])
+    assert "it looks for: noun 2.0, animate 6.0, state 1.5" in lines
+    assert f"largest weight: animal, {w[animal]:.4f}" in lines
+    (table,) = shown["tables"]
+    assert [row[0] for row in table[1:]] == tokens
+    np.testing.assert_allclose(_numbers(table, 1), w, atol=5e-5, rtol=0)
 
     tired = tokens.index("tired")
-    page.locator(f"#{WORDS} .updatemenu-button").nth(tired).click()
-    page.wait_for_function("([id, i]) => document.getElementById(id).data[i].visible === true",
-                           arg=[WORDS, tired])
+    choose(page, WORDS, 0, tired)
     after = page.evaluate(_BARS_JS, WORDS)
     assert after["visible"] == [k == tired for k in range(len(tokens))]
     np.testing.assert_array_equal(after["y"][tired], as_plotted(tr_words.weights[tired]))
-    assert not np.allclose(after["y"][tired], state["y"][it]), "another word must change the bars"
-    assert "“tired”" in after["title"]
-    assert any("tired looks for" in plain(t) for t in after["shown"])
+    shown = shown_state(page, WORDS)
+    assert shown["key"] == str(tired) and "Query “tired”" in shown["live"]
+    assert "tired looks for" in plain(shown["lines"])
+    np.testing.assert_allclose(_numbers(shown["tables"][0], 1), tr_words.weights[tired], atol=5e-5, rtol=0)
     assert_clean(log)
 
 
-def test_slider_switches_the_phase_of_the_stepper(chapter: tuple[Any, PageLog], tr_cs: Any) -> None:
+def test_every_word_can_be_tapped_on_a_phone(chapter: tuple[Any, PageLog], tr_words: Any) -> None:
+    """The review found 6 of the 11 words clipped off the plot at 390 px, "it" among them."""
+    page, log = chapter
+    page.set_viewport_size({"width": 390, "height": 844})
+    boxes = page.evaluate(
+        """id => [...document.querySelectorAll(`figure[data-explorer="${id}"] button[data-control="0"]`)]
+             .map(b => { const r = b.getBoundingClientRect();
+                         return [b.textContent, r.left, r.right, r.width, r.height]; })""",
+        WORDS,
+    )
+    assert [b[0] for b in boxes] == list(tr_words.tokens)
+    for word, left, right, width, height in boxes:
+        assert 0 <= left and right <= 390, f"{word!r} is outside the 390 px viewport: {left:.0f}..{right:.0f}"
+        assert width >= 44 and height >= 44, f"{word!r} is {width:.0f}×{height:.0f} px, under 44×44"
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    assert_clean(log)
+
+
+def test_each_phase_of_the_stepper_shows_its_matrices(chapter: tuple[Any, PageLog], tr_cs: Any) -> None:
     page, log = chapter
     ex = cat_sits()
-    page.locator(f"#{STEPPER}").scroll_into_view_if_needed()
-    assert page.locator(f"#{STEPPER} .slider-label-group").count() == len(PHASES)
-    start = page.evaluate(_TABLES_JS, STEPPER)
-    assert start["title"] == PHASES[0][1] and start["svgTitle"] == PHASES[0][1]
-    np.testing.assert_array_equal(_matrix(start["cells"][0]), ex.X)
-    assert start["visible"] == [True, True, True, True]
+    figure = page.locator(f'figure[data-explorer="{STEPPER}"]')
+    assert figure.locator("button[data-control]").all_inner_texts() == [label for label, _ in PHASES]
+    start = shown_state(page, STEPPER)
+    assert start["key"] == "0" and start["summary"].startswith(PHASES[0][1])
+    np.testing.assert_array_equal(np.array([_numbers(start["tables"][0], c) for c in (1, 2, 3)]).T, ex.X)
 
-    # the slider's labels sit under its touch area, which takes the click: force it through
-    page.locator(f"#{STEPPER} .slider-label-group").nth(1).click(force=True)  # phase 2: Q, K, V
-    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('Phase 2')",
-                           arg=STEPPER)
-    state = page.evaluate(_TABLES_JS, STEPPER)
-    assert state["svgTitle"] == PHASES[1][1]
-    assert state["visible"] == [True, True, True, False]
-    assert [h[0] for h in state["headers"][:3]] == ["<b>Q</b>", "<b>K</b>", "<b>V</b>"]
-    for k, M in enumerate((ex.Q, ex.K, ex.V)):
-        np.testing.assert_array_equal(_matrix(state["cells"][k]), M)
-
-    page.locator(f"#{STEPPER} .slider-label-group").nth(4).click(force=True)  # phase 5
-    page.wait_for_function("id => document.getElementById(id).layout.title.text.startsWith('Phase 5')",
-                           arg=STEPPER)
-    state = page.evaluate(_TABLES_JS, STEPPER)
-    np.testing.assert_allclose(_matrix(state["cells"][0]), tr_cs.weights, atol=5e-5, rtol=0)
-    np.testing.assert_allclose(_matrix(state["cells"][2]), tr_cs.output, atol=5e-5, rtol=0)
-    text = plain(page.locator(f"#{STEPPER} .annotation-text").first.text_content())
-    assert f"w[Cat]  = 4.1133 / 6.1414 = {tr_cs.weights[0, 0]:.4f}" in text
+    expected = {1: (ex.Q, ex.K, ex.V), 4: (tr_cs.weights, tr_cs.V, tr_cs.output)}
+    for phase, matrices in expected.items():
+        choose(page, STEPPER, 0, phase)
+        shown = shown_state(page, STEPPER)
+        assert shown["key"] == str(phase) and shown["summary"].startswith(PHASES[phase][1])
+        assert shown["live"] == shown["summary"]
+        assert len(shown["tables"]) == len(matrices)
+        for table, M in zip(shown["tables"], matrices, strict=True):
+            got = np.array([_numbers(table, c + 1) for c in range(M.shape[1])]).T
+            np.testing.assert_allclose(got, M, atol=5e-5, rtol=0)
+    assert f"w[Cat]  = 4.1133 / 6.1414 = {tr_cs.weights[0, 0]:.4f}" in plain(shown["lines"])
     assert_clean(log)

@@ -17,10 +17,14 @@ first control and moving only by Tab, Shift+Tab, the arrow keys, Space, Enter an
 * no console error, no uncaught exception, no request to another host.
 
 Then, on the same page with every answer shown: the quiz's text and buttons keep a contrast of 4.5:1
-in dark and in light mode (the theme follows the system's colour scheme); at a width of 390 px
-nothing in the quiz is wider than the screen and every button is at least 24 px high; printed (print
-media, as ``make pdf`` prints), the questions and their options show and no verdict, explanation or
-button does. One test per chapter, so that each page is loaded (and its math typeset) once.
+in dark and in light mode (the theme follows the system's colour scheme); in both modes, Tab from the
+quiz's first control visits every control of every question in order (a radio group is one stop), each
+with a focus ring of at least 2 px whose colour has a contrast of 3:1 or more with what surrounds it;
+axe-core finds no violation of any impact in the answered quiz, in either mode; at a width of 390 px
+nothing in the quiz is wider than the screen and every button, field and option label is at least
+44 px high (a finger-sized target); printed (print media, as ``make pdf`` prints), the questions and
+their options show and no verdict, explanation or button does. One test per chapter, so that each page
+is loaded (and its math typeset) once.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
 from test_pages import TIMEOUT_MS, PageLog
 
@@ -361,6 +366,77 @@ def _check_contrast(page: Any, chapter: str) -> None:
         assert not poor, f"book/{chapter}.html in {scheme} mode: contrast below 4.5:1 for {poor}"
 
 
+_RING_JS = """
+() => {
+  const lum = (rgb) => {
+    const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = getComputedStyle(e).backgroundColor;
+      if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') return c;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const el = document.activeElement;
+  const style = getComputedStyle(el);
+  const [ring, around] = [lum(style.outlineColor), lum(background(el.parentElement))];
+  return { id: el.id || (el.closest('form') || {}).id + ' ' + el.className,
+           inQuiz: !!el.closest('.attnlib-quiz'), outline: style.outlineStyle,
+           width: parseFloat(style.outlineWidth),
+           ratio: (Math.max(ring, around) + 0.05) / (Math.min(ring, around) + 0.05) };
+}
+"""
+
+
+def _tab_stops(q: quiz.Quiz) -> int:
+    """Tab stops of a quiz: a radio group is one, each checkbox one, a number field one, two buttons."""
+    stops = {"single": lambda x: 1, "multiple": lambda x: len(x.options), "numeric": lambda x: 1}
+    return sum(stops[x.kind](x) + 2 for x in q.questions)
+
+
+def _check_focus_rings(page: Any, q: quiz.Quiz, chapter: str) -> None:
+    """In both modes, Tab visits every control of the quiz, each with a ring that stands out (3:1)."""
+    ids = _form_ids(page)
+    # The first Tab stop: a radio group's is its chosen option (every question has been answered).
+    kind = q.questions[0].kind
+    first = {"single": "input:checked", "multiple": "input", "numeric": "input[type=text]"}[kind]
+    for scheme in ("dark", "light"):
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_function("(s) => document.documentElement.dataset.theme === s", arg=scheme)
+        page.focus(f"#{ids[0]} {first}")
+        seen = []
+        for step in range(_tab_stops(q)):
+            if step:
+                page.keyboard.press("Tab")
+            ring = page.evaluate(_RING_JS)
+            where = f"book/{chapter}.html in {scheme} mode, Tab stop {step + 1}: {ring}"
+            assert ring["inQuiz"], f"{where}: focus left the quiz before its last control"
+            assert ring["outline"] not in ("none", "") and ring["width"] >= 2, f"{where}: no focus ring"
+            assert ring["ratio"] >= 3, f"{where}: the focus ring has a contrast below 3:1"
+            seen.append(ring["id"])
+        assert seen[-1].endswith("attnlib-quiz-reveal") and ids[-1] in seen[-1], \
+            f"book/{chapter}.html: the last Tab stop of the quiz is not its last Show answer button: {seen}"
+
+
+def _check_axe(page: Any, q: quiz.Quiz, chapter: str) -> None:
+    """axe-core on the answered quiz (every explanation shown), in both modes: no violation at all."""
+    axe = Axe()
+    for scheme in ("dark", "light"):
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_function("(s) => document.documentElement.dataset.theme === s", arg=scheme)
+        # No preload: axe would fetch the theme's stylesheets again to read @import rules (only for a
+        # page-wide rule, screen orientation lock), resolving one against the wrong base: a 404 in the log.
+        found = axe.run(page, context=f"#{q.slug}",
+                        options={"resultTypes": ["violations"], "preload": False}).response
+        problems = [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes'][:5]]} "
+                    f"{' '.join(v['nodes'][0].get('failureSummary', '').split())[:200]}"
+                    for v in found["violations"]]
+        assert not problems, f"book/{chapter}.html, quiz in {scheme} mode: axe-core reports {problems}"
+
+
 _OVERFLOW_JS = """
 () => {
   const width = document.documentElement.clientWidth;
@@ -370,23 +446,24 @@ _OVERFLOW_JS = """
     width, quizLeft: box.left, quizRight: box.right,
     scrolling: [...document.querySelectorAll('form.attnlib-quiz-question')]
       .filter((f) => f.scrollWidth > f.clientWidth + 1).map((f) => f.id),
-    small: [...quiz.querySelectorAll('button, input[type=text]')]
-      .map((b) => ({ id: b.id || b.closest('form').id + ' ' + b.className,
+    small: [...quiz.querySelectorAll('button, input[type=text], .attnlib-quiz-option label')]
+      .map((b) => ({ id: b.id || b.closest('form').id + ' ' + (b.className || b.htmlFor),
                      h: b.getBoundingClientRect().height }))
-      .filter((b) => b.h < 24),
+      .filter((b) => b.h < 44),
   };
 }
 """
 
 
 def _check_phone_width(page: Any, chapter: str) -> None:
-    """At 390 px nothing in the quiz is wider than the screen, and every button is at least 24 px high."""
+    """At 390 px nothing in the quiz is wider than the screen, and every button, field and option label
+    (which ticks its option) is at least 44 px high: a target for a finger."""
     page.set_viewport_size({"width": 390, "height": 844})
     found = page.evaluate(_OVERFLOW_JS)
     assert found["quizLeft"] >= 0 and found["quizRight"] <= found["width"] + 1, found
     assert not found["scrolling"], \
         f"book/{chapter}.html: questions wider than a 390 px screen: {found['scrolling']}"
-    assert not found["small"], f"book/{chapter}.html: controls lower than 24 px: {found['small']}"
+    assert not found["small"], f"book/{chapter}.html: controls lower than 44 px: {found['small']}"
 
 
 _PRINT_JS = """
@@ -429,13 +506,16 @@ def _check_print(page: Any, q: quiz.Quiz, chapter: str) -> None:
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_quiz_of_chapter(browser: Any, base_url: str, html_dir: Path, chapter: str) -> None:
-    """The keyboard run, then, on the answered page: contrast in both modes, 390 px, print."""
+    """The keyboard run, then, on the answered page: contrast, focus rings and axe-core in both modes,
+    390 px, print."""
     q = _quiz_of(chapter)
     context, page, log = _open(browser, base_url, html_dir, f"book/{chapter}.html",
                                viewport={"width": 1280, "height": 900})
     try:
         _answer_by_keyboard(page, q, chapter)  # ends with every answer shown: every style is on the page
         _check_contrast(page, chapter)
+        _check_focus_rings(page, q, chapter)
+        _check_axe(page, q, chapter)
         _check_phone_width(page, chapter)
         _check_print(page, q, chapter)
         assert_clean(log)

@@ -43,7 +43,6 @@ BEFOREPRINT_JS = """
   document.querySelectorAll('details').forEach(d => { d.open = true; });
 }
 """
-READY_JS = "() => window.MathJax ? window.MathJax.startup.promise.then(() => true) : true"
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +98,7 @@ def _open(browser: Any, url: str) -> tuple[Any, Any, list[str]]:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(url, wait_until="load")
-    page.evaluate(READY_JS)
+    page.evaluate(print_pdf.READY_JS)
     return context, page, errors
 
 

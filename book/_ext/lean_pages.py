@@ -1,0 +1,461 @@
+"""Local Sphinx extension: each page loads only the icons, math and scripts it needs, after its first paint.
+
+Measured on the built book (issue 13, item 4): every page fetched the theme's ``fontawesome.js``
+(1.5 MB, all 2,000 Font Awesome icons, to draw about fifteen), the Font Awesome web font (160 KB) for the
+admonition icons, Sphinx's search index (90 KB) although only the search page searches, and MathJax
+(1.2 MB) before its first paint; a dozen small scripts were synchronous in ``<head>``. This extension:
+
+* **Icons.** Drops ``fontawesome.js`` from every page. The theme's stylesheet already draws each icon as
+  a glyph of the Font Awesome font (``.fa-bars:before{content:"\\f0c9"}``); that stylesheet is trimmed
+  to the icons the built pages and the book's scripts name (scanned at the end of the build, so icons
+  the theme's JavaScript inserts count too) and its three ``@font-face`` rules are replaced by one font
+  subset to those glyphs (fontTools, from the theme's own ``fa-solid-900.ttf``), inlined as a
+  ``data:`` URI: a few kilobytes instead of 1.7 MB, and no request. Font Awesome Free's licence
+  comments stay in the stylesheet and the subset font keeps its name table (licence and copyright).
+* **Scripts.** Every script Sphinx and the extensions add to ``<head>`` becomes ``defer`` (they only
+  act once the document is parsed) except ``documentation_options.js``, which inline scripts use at
+  once. The search page is left as Sphinx writes it. The theme's copies of the search scripts and the
+  search index leave every other page unless ``search_as_you_type`` is on, and the theme's high-priority
+  preloads of its own deferred scripts go (they competed with the stylesheets).
+* **Stylesheets.** The theme's and the extensions' stylesheets (not the book's own) lose the rules that
+  name a class or id no page and no script of the build contains (a conservative PurgeCSS): 0.6 MB of
+  render-blocking CSS becomes 0.18 MB. The Python code cells lose Pygments' spans around names and
+  punctuation, which the styles colour like the block itself (a fifth of a chapter's HTML).
+* **MathJax.** The ``<script>`` of ``mathjax_path`` is replaced by ``_static/lean/math.js`` (from
+  ``book/_static/lean/``), which adds MathJax after the first paint and typesets the formulas on
+  screen first, then the rest in short batches; ``MathJax.startup.promise`` still resolves once all
+  are typeset. The MathJax options (``mathjax3_config``) are unchanged.
+* **No 404.** ``favicon.ico`` is written at the root of the build (browsers ask for it on pages without
+  an icon link, such as the root redirect page), and the root ``index.html`` redirect becomes a small
+  complete page (language, title, icon, a link for browsers that do not follow the refresh).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.builders.html._assets import _JavaScript
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+MATH_LOADER = "_static/lean/math.js"
+KEEP_SYNC = ("documentation_options.js",)  # inline scripts in <head> read DOCUMENTATION_OPTIONS at once
+THEME_CSS = "styles/pydata-sphinx-theme.css"  # under _static/
+ICONS_MARK = "/*! lean_pages: Font Awesome"  # heads the theme stylesheet once its icons are trimmed
+PURGED = "/* lean_pages: purged"
+PURGED_NOTE = (f"{PURGED} of the rules no page or script of this book can match (book/_ext/lean_pages.py);"
+               " the original is in the package named below. */\n")
+SKIP_DIRS = {"_static", "_sources", "_images"}
+
+_FA_SCRIPT = re.compile(r'\n?[ \t]*<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>'
+                        r"</script>")
+# The theme preloads its two deferred scripts (97 kB) at high priority, beside the stylesheets the first
+# paint waits for; their <script defer> tags at the end of <body> load them anyway, after those.
+_SCRIPT_PRELOAD = re.compile(r'\n?[ \t]*<link rel="preload" as="script" href="[^"]*_static/scripts/'
+                             r'(?:bootstrap|pydata-sphinx-theme)\.js[^"]*" />')
+_SEARCH_SCRIPTS = re.compile(
+    r'\n?[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)"'
+    r"></script>"
+)
+# One rule of Font Awesome's stylesheet: ".fa-bars:before,.fa-navicon:before{content:"\f0c9"}".
+_FA_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"((?:[^"\\]|\\.)*)"\}')
+_FA_FACE = re.compile(r"@font-face\{[^}]*url\(([^)]*/fa-([a-z]+)-(\d+))\.woff2\)[^}]*\}")
+_CLASS_ATTR = re.compile(r'class="([^"]*\bfa-[^"]*)"')
+_FA_TOKEN = re.compile(r"\bfa-[a-z0-9-]+")
+_JS_CLASS_STRING = re.compile(r"""["'`]([^"'`\n]*\bfa-[a-z][^"'`\n]*)["'`]""")
+_CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6}) ?|\\(.)")
+_ICON_CONTENT = re.compile(r'(?:content:|--pst-icon-[a-z-]+:)"((?:[^"\\]|\\.)*)"')
+_REFRESH = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"\s*/?>', re.IGNORECASE)
+
+
+def _decode_css_string(text: str) -> str:
+    """The characters of a CSS string literal's body (``\\f0c9`` is U+F0C9, ``\\@`` is ``@``)."""
+    return _CSS_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), text)
+
+
+def _is_icon(char: str) -> bool:
+    return 0xE000 <= ord(char) <= 0xF8FF  # Font Awesome's glyphs sit in the private use area
+
+
+# --------------------------------------------------------------------------------------------- scripts
+def _page_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """Defer the page's scripts and swap MathJax's ``<script>`` for the after-paint loader."""
+    scripts = context.get("script_files")
+    if not scripts or pagename == "search":
+        return
+    mathjax = f"_static/{app.config.mathjax_path}" if getattr(app.config, "mathjax_path", "") else None
+    for index, script in enumerate(scripts):
+        filename = str(getattr(script, "filename", "") or "")
+        if not filename or "://" in filename:
+            continue
+        attributes = dict(script.attributes)
+        if filename == mathjax:
+            chosen = app.config.lean_mathjax_path
+            component = f"_static/{chosen}" if chosen else filename
+            attributes.pop("async", None)
+            attributes.update({"defer": "defer", "data-mathjax": context["pathto"](component, 1)})
+            scripts[index] = _JavaScript(MATH_LOADER, priority=script.priority, **attributes)
+        elif not ({"async", "defer"} & attributes.keys() or attributes.get("type") == "module"
+                  or filename.endswith(KEEP_SYNC)):
+            attributes["defer"] = "defer"
+            scripts[index] = _JavaScript(filename, priority=script.priority, **attributes)
+
+
+# ----------------------------------------------------------------------------------------------- icons
+def _used_icon_classes(pages: list[Path], scripts: list[Path]) -> set[str]:
+    """Every ``fa-*`` token in the pages' class attributes and in the class strings of the scripts."""
+    used: set[str] = set()
+    for page in pages:
+        for attr in _CLASS_ATTR.findall(page.read_text(encoding="utf-8")):
+            used.update(_FA_TOKEN.findall(attr))
+    for script in scripts:
+        for text in _JS_CLASS_STRING.findall(script.read_text(encoding="utf-8", errors="replace")):
+            used.update(_FA_TOKEN.findall(text))
+    return used
+
+
+def _subset_woff(ttf: Path, chars: set[str]) -> bytes:
+    """``ttf`` reduced to the glyphs of ``chars``, as WOFF (zlib; fontTools writes WOFF2 only with brotli)."""
+    from fontTools import subset
+
+    options = subset.Options()
+    options.flavor = "woff"
+    options.layout_features = []
+    options.notdef_outline = True
+    font = subset.load_font(str(ttf), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(ord(c) for c in chars))
+    subsetter.subset(font)
+    out = io.BytesIO()
+    subset.save_font(font, out, options)
+    return out.getvalue()
+
+
+def lean_icons(static: Path, pages: list[Path]) -> tuple[int, int] | None:
+    """Trim the theme's Font Awesome rules to the icons in use and inline a subset font.
+
+    Returns ``(icons kept, bytes of the subset fonts)``, or None when the theme's stylesheet is missing
+    or was already trimmed by this build (then ``fontawesome.js`` must stay).
+    """
+    css_path = static / THEME_CSS
+    if not css_path.is_file():
+        return None
+    css = css_path.read_text(encoding="utf-8")
+    if ICONS_MARK in css[:1000]:
+        return None
+    scripts = [p for p in static.rglob("*.js")
+               if p.name != "fontawesome.js" and not {"mathjax", "plotly", "vendor"} & set(p.parts)]
+    used = _used_icon_classes(pages, scripts)
+
+    kept: set[str] = set()
+    glyphs: set[str] = set()
+
+    def keep_rule(match: re.Match[str]) -> str:
+        names = [s[1:-7] for s in match.group(1).split(",") if s]  # ".fa-bars:before" -> "fa-bars"
+        wanted = [n for n in names if n in used]
+        if not wanted:
+            return ""
+        kept.update(wanted)
+        glyphs.update(c for c in _decode_css_string(match.group(2)) if _is_icon(c))
+        return ",".join(f".{n}:before" for n in wanted) + '{content:"' + match.group(2) + '"}'
+
+    css = _FA_RULE.sub(keep_rule, css)
+    # Icons drawn by pseudo-elements (admonition titles, external links, download links ...).
+    for sheet in [css_path, *static.rglob("*.css")]:
+        if {"mathjax", "plotly"} & set(sheet.parts):
+            continue
+        text = css if sheet == css_path else sheet.read_text(encoding="utf-8", errors="replace")
+        for value in _ICON_CONTENT.findall(text):
+            glyphs.update(c for c in _decode_css_string(value) if _is_icon(c))
+
+    total = 0
+
+    def face(match: re.Match[str]) -> str:
+        nonlocal total
+        url, style = match.group(1), match.group(2)
+        ttf = (css_path.parent / f"{url}.ttf").resolve()
+        if not ttf.is_file():
+            return match.group(0)
+        from fontTools.ttLib import TTFont
+
+        cmap = TTFont(str(ttf), lazy=True).getBestCmap()
+        mine = {c for c in glyphs if ord(c) in cmap}
+        if style != "solid":  # regular and brands: only the glyphs the solid font lacks (github, ...)
+            solid = css_path.parent / f"{url.rsplit('/', 1)[0]}/fa-solid-900.ttf"
+            solid_cmap = TTFont(str(solid.resolve()), lazy=True).getBestCmap() if solid.is_file() else {}
+            mine = {c for c in mine if ord(c) not in solid_cmap}
+        if not mine:
+            return ""
+        woff = _subset_woff(ttf, mine)
+        total += len(woff)
+        src = "url(data:font/woff;base64," + base64.b64encode(woff).decode("ascii") + ') format("woff")'
+        return re.sub(r"src:[^;}]*", "src:" + src, match.group(0))
+
+    css = _FA_FACE.sub(face, css)
+    header = (f"{ICONS_MARK} rules trimmed to the {len(kept)} icons this book uses and its fonts "
+              "subset to their glyphs (book/_ext/lean_pages.py). Font Awesome Free by Fonticons, Inc.: "
+              "icons CC BY 4.0, fonts SIL OFL 1.1, code MIT (https://fontawesome.com/license/free). */\n")
+    css_path.write_text(header + css, encoding="utf-8")
+    return len(kept), total
+
+
+# ------------------------------------------------------------------------------------------ stylesheets
+# Classes that scripts build from pieces (Bootstrap's "bs-tooltip-" + placement): kept whatever the scan.
+DYNAMIC_CLASS_PREFIXES = ("bs-",)
+_TOKEN = re.compile(r"[A-Za-z_][\w-]*")
+_SEL_CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+_SEL_ID = re.compile(r"#(-?[_a-zA-Z][\w-]*)")
+_SEL_FUNCTIONAL = re.compile(r":(?:not|is|where|has)\((?:[^()]|\([^()]*\))*\)")
+_NESTING_AT_RULES = ("@media", "@supports", "@layer", "@container")
+
+
+def _css_statements(css: str) -> list[tuple[str, str | None]]:
+    """Top-level statements of ``css`` as ``(prelude, block)``; ``block`` is None for ``@import ...;``
+    and for preserved ``/*! ... */`` licence comments (other comments are dropped)."""
+    out: list[tuple[str, str | None]] = []
+    i, n, depth, start, body = 0, len(css), 0, 0, 0
+    prelude = ""
+    while i < n:
+        char = css[i]
+        if css.startswith("/*", i):
+            end = css.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            if depth == 0:
+                if css.startswith("/*!", i):
+                    out.append((css[i:end], None))
+                start = end
+            i = end
+            continue
+        if char in "\"'":
+            j = i + 1
+            while j < n and css[j] != char:
+                j += 2 if css[j] == "\\" else 1
+            i = j + 1
+            continue
+        if char == "{":
+            if depth == 0:
+                prelude, body = css[start:i], i + 1
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                out.append((prelude.strip(), css[body:i]))
+                start = i + 1
+        elif char == ";" and depth == 0:
+            out.append((css[start : i + 1].strip(), None))
+            start = i + 1
+        i += 1
+    return out
+
+
+def _split_selectors(prelude: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in prelude:
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
+
+
+def _selector_may_match(selector: str, tokens: set[str]) -> bool:
+    """False only if the selector names a class or id that no page and no script contains."""
+    bare = _SEL_FUNCTIONAL.sub("", re.sub(r"\[[^\]]*\]", "", selector))
+    names = _SEL_CLASS.findall(bare) + _SEL_ID.findall(bare)
+    return all(name in tokens or name.startswith(DYNAMIC_CLASS_PREFIXES) for name in names)
+
+
+def purge_css(css: str, tokens: set[str]) -> str:
+    """``css`` without the rules whose every selector names a class or id absent from ``tokens``.
+
+    The content scan of PurgeCSS, kept conservative: attribute selectors and the arguments of
+    ``:not()/:is()/:where()/:has()`` never remove a rule; ``@font-face``, ``@keyframes`` and other
+    at-rules stay whole; ``@media``/``@supports`` blocks are purged inside.
+    """
+    out = []
+    for prelude, block in _css_statements(css):
+        if block is None:
+            out.append(prelude)
+        elif prelude.startswith("@"):
+            if prelude.split(None, 1)[0].lower() in _NESTING_AT_RULES:
+                inner = purge_css(block, tokens)
+                if inner.strip():
+                    out.append(f"{prelude}{{{inner}}}")
+            else:
+                out.append(f"{prelude}{{{block}}}")
+        else:
+            kept = [s for s in _split_selectors(prelude) if _selector_may_match(s, tokens)]
+            if kept:
+                out.append(f"{','.join(kept)}{{{block}}}")
+    return "".join(out)
+
+
+def content_tokens(pages: list[Path], static: Path) -> set[str]:
+    """Every word of the built pages and of the scripts under ``_static`` (class names they may use)."""
+    tokens: set[str] = set()
+    for path in [*pages, *static.rglob("*.js")]:
+        if "mathjax" in path.parts:
+            continue
+        tokens.update(_TOKEN.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return tokens
+
+
+def lean_stylesheets(static: Path, pages: list[Path], own: set[str]) -> tuple[int, int]:
+    """Purge the theme's and the extensions' stylesheets (not the book's own, ``own``) in place.
+
+    Returns the bytes before and after, over the stylesheets purged in this build.
+    """
+    tokens = content_tokens(pages, static)
+    before = after = 0
+    for sheet in sorted(static.rglob("*.css")):
+        rel = sheet.relative_to(static).as_posix()
+        if rel in own or {"mathjax", "plotly", "vendor", "lean"} & set(sheet.parts):
+            continue
+        css = sheet.read_text(encoding="utf-8")
+        if PURGED in css[:300]:
+            continue
+        new = purge_css(css, tokens)
+        before, after = before + len(css), after + len(new) + len(PURGED_NOTE)
+        sheet.write_text(PURGED_NOTE + new, encoding="utf-8")
+    return before, after
+
+
+# ------------------------------------------------------------------------------------------------ code
+# Pygments wraps every name and punctuation mark of a code cell in its own <span>: on a chapter page a
+# fifth of the HTML. The pydata styles give names (n), punctuation (p) and whitespace (w) the colour of
+# the code block itself, in light and dark; unwrapped, they inherit it (the rule below, appended to the
+# theme's stylesheet, lets the <pre> of a code cell take that colour instead of the page's text colour).
+PLAIN_TOKENS = ("n", "p", "w")
+CODE_BLOCK_CSS = ".highlight-ipython3 .highlight pre,.highlight-python .highlight pre{color:inherit}"
+_CODE_BLOCK = re.compile(r'(<div class="highlight-(?:ipython3|python) notranslate"><div class="highlight">'
+                         r"<pre>)(.*?)(</pre>)", re.S)
+_PLAIN_SPAN = re.compile(r'<span class="(?:' + "|".join(PLAIN_TOKENS) + r')">([^<]*)</span>')
+_PYGMENTS_RULE = re.compile(r'html\[data-theme="(\w+)"\] \.highlight(?: \.(\w+))? \{[^}]*?'
+                            r"color: (#[0-9A-Fa-f]+)")
+
+
+def plain_tokens_match(pygments_css: str) -> bool:
+    """True when every plain token class has the code block's own colour in every theme mode."""
+    base: dict[str, str] = {}
+    token: dict[tuple[str, str], str] = {}
+    for mode, cls, colour in _PYGMENTS_RULE.findall(pygments_css):
+        if cls:
+            token[(mode, cls)] = colour.lower()
+        else:
+            base[mode] = colour.lower()
+    return bool(base) and all(token.get((m, c), b) == b for m, b in base.items() for c in PLAIN_TOKENS)
+
+
+def unwrap_plain_tokens(html: str) -> str:
+    """``html`` with the plain-token spans of its Python code cells replaced by their text."""
+    return _CODE_BLOCK.sub(lambda m: m.group(1) + _PLAIN_SPAN.sub(r"\1", m.group(2)) + m.group(3), html)
+
+
+# --------------------------------------------------------------------------------------------- favicon
+def write_favicon_ico(path: Path) -> None:
+    """A ``favicon.ico`` (16, 32 and 48 px) drawn like ``favicon.svg``: "QK" on a blue rounded square."""
+    from matplotlib import font_manager
+    from PIL import Image, ImageDraw, ImageFont
+
+    size = 96
+    image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, size - 1, size - 1), radius=18, fill=(0x1F, 0x5F, 0x99, 255))
+    font_file = font_manager.findfont(font_manager.FontProperties(family="DejaVu Serif", weight="bold"))
+    font = ImageFont.truetype(font_file, 46)
+    draw.text((size / 2, size / 2 + 2), "QK", font=font, fill=(255, 255, 255, 255), anchor="mm")
+    image.save(path, format="ICO", sizes=[(16, 16), (32, 32), (48, 48)])
+
+
+def _root_redirect(outdir: Path, app: Sphinx, icon: str | None) -> None:
+    """Make the root ``index.html`` (Jupyter Book's one-line meta refresh) a small complete page."""
+    index = outdir / "index.html"
+    if index.is_file():
+        match = _REFRESH.search(index.read_text(encoding="utf-8"))
+        if not match or "<html" in index.read_text(encoding="utf-8"):
+            return
+        target = match.group(1)
+    else:
+        target = f"{app.config.root_doc}.html"
+    title = app.config.html_title or app.config.project
+    icon_link = f'<link rel="icon" href="{icon}">\n' if icon else ""
+    index.write_text(
+        f'<!DOCTYPE html>\n<html lang="{app.config.language or "en"}">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{title}</title>\n{icon_link}"
+        f'<meta http-equiv="Refresh" content="0; url={target}" />\n</head>\n'
+        f'<body><p><a href="{target}">{title}</a></p></body>\n</html>\n',
+        encoding="utf-8",
+    )
+
+
+# -------------------------------------------------------------------------------------------- finished
+def _finished(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html" or app.builder.name not in ("html", "dirhtml"):
+        return
+    outdir = Path(app.outdir)
+    static = outdir / "_static"
+    pages = [p for p in sorted(outdir.rglob("*.html")) if not SKIP_DIRS & set(p.relative_to(outdir).parts)]
+    icons = lean_icons(static, pages)
+    theme_css = static / THEME_CSS
+    icons_done = theme_css.is_file() and ICONS_MARK in theme_css.read_text(encoding="utf-8")[:1000]
+    theme_options = app.config.html_theme_options or {}
+    drop_search = not theme_options.get("search_as_you_type", False)
+    pygments = static / "pygments.css"
+    unwrap = icons_done and pygments.is_file() and plain_tokens_match(pygments.read_text(encoding="utf-8"))
+    if unwrap and CODE_BLOCK_CSS not in theme_css.read_text(encoding="utf-8"):
+        with theme_css.open("a", encoding="utf-8") as sheet:
+            sheet.write("\n" + CODE_BLOCK_CSS + "\n")
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        new = unwrap_plain_tokens(text) if unwrap else text
+        if icons_done:
+            new = _FA_SCRIPT.sub("", new)
+        new = _SCRIPT_PRELOAD.sub("", new)
+        if drop_search and page.relative_to(outdir).as_posix() != "search.html":
+            new = _SEARCH_SCRIPTS.sub("", new)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    if icons is not None:
+        logger.info("[lean_pages] %d icons kept, subset fonts %d bytes", *icons)
+    # The book's own stylesheets (html_static_path entries of the project; extensions add absolute ones).
+    project_dirs = [Path(app.confdir, e) for e in app.config.html_static_path if not Path(e).is_absolute()]
+    own = {p.relative_to(d).as_posix() for d in project_dirs if d.is_dir() for p in d.rglob("*.css")}
+    logger.info("[lean_pages] stylesheets purged: %d -> %d bytes", *lean_stylesheets(static, pages, own))
+    favicon = outdir / "favicon.ico"
+    if not favicon.is_file():
+        write_favicon_ico(favicon)
+    icon = f"_static/{Path(app.config.html_favicon).name}" if app.config.html_favicon else None
+    _root_redirect(outdir, app, icon)
+
+
+def _check_config(app: Sphinx, config: Any) -> None:
+    """MathJax's startup component loads nothing unless the configuration names the components."""
+    path = config.lean_mathjax_path
+    if path.endswith("startup.js") and not (config.mathjax3_config or {}).get("loader", {}).get("load"):
+        raise ConfigError(
+            f"lean_mathjax_path is {path!r}, which loads only what mathjax3_config.loader.load names, "
+            "but that list is empty; e.g. loader: {load: [input/tex, output/chtml, a11y/assistive-mml]}"
+        )
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    # The MathJax component math.js loads, relative to _static (sphinx-mathjax-offline fixes mathjax_path
+    # to its tex-chtml.js); empty: mathjax_path.
+    app.add_config_value("lean_mathjax_path", "", "html", types=[str])
+    app.connect("config-inited", _check_config)
+    app.connect("html-page-context", _page_scripts, priority=900)  # after sphinx.ext.mathjax (500)
+    app.connect("build-finished", _finished, priority=900)  # after the theme rewrites pygments.css
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
