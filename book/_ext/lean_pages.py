@@ -27,7 +27,8 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
   are typeset. The MathJax options (``mathjax3_config``) are unchanged.
 * **No 404.** ``favicon.ico`` is written at the root of the build (browsers ask for it on pages without
   an icon link, such as the root redirect page), and the root ``index.html`` redirect becomes a small
-  complete page (language, title, icon, a link for browsers that do not follow the refresh).
+  complete page (language, title, a link for browsers that do not follow the refresh; no icon link,
+  whose request the immediate refresh would abort).
 """
 
 from __future__ import annotations
@@ -380,7 +381,7 @@ def write_favicon_ico(path: Path) -> None:
     image.save(path, format="ICO", sizes=[(16, 16), (32, 32), (48, 48)])
 
 
-def _root_redirect(outdir: Path, app: Sphinx, icon: str | None) -> None:
+def _root_redirect(outdir: Path, app: Sphinx) -> None:
     """Make the root ``index.html`` (Jupyter Book's one-line meta refresh) a small complete page."""
     index = outdir / "index.html"
     if index.is_file():
@@ -391,10 +392,11 @@ def _root_redirect(outdir: Path, app: Sphinx, icon: str | None) -> None:
     else:
         target = f"{app.config.root_doc}.html"
     title = app.config.html_title or app.config.project
-    icon_link = f'<link rel="icon" href="{icon}">\n' if icon else ""
+    # No icon link: the page refreshes at once, which aborts the icon's request (a failed request in the
+    # browser's log); a browser that wants an icon here asks for /favicon.ico, which exists.
     index.write_text(
         f'<!DOCTYPE html>\n<html lang="{app.config.language or "en"}">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{title}</title>\n{icon_link}"
+        f"<title>{title}</title>\n"
         f'<meta http-equiv="Refresh" content="0; url={target}" />\n</head>\n'
         f'<body><p><a href="{target}">{title}</a></p></body>\n</html>\n',
         encoding="utf-8",
@@ -437,8 +439,7 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
     favicon = outdir / "favicon.ico"
     if not favicon.is_file():
         write_favicon_ico(favicon)
-    icon = f"_static/{Path(app.config.html_favicon).name}" if app.config.html_favicon else None
-    _root_redirect(outdir, app, icon)
+    _root_redirect(outdir, app)
 
 
 def _check_config(app: Sphinx, config: Any) -> None:
