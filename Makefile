@@ -76,10 +76,11 @@ nbval-nudged: test-deps
 	rm -rf $(NUDGED) && $(BIN)/python tests/reproducibility/nudge.py $(NUDGED)
 	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(BIN)/python -m pytest -q --nbval $(NB)
 
-# Two processes, each taking whole test files (module fixtures such as the PDFs are built once), the
-# slowest file (axe on every page) first.
+# Two processes, each taking whole test files (module fixtures such as the PDFs are built once). A test
+# that has not finished in 15 minutes fails with the stacks of its threads (every wait in a page is
+# bounded too: print_pdf.bounded); --durations lists the slowest, to see where the time goes.
 browser: test-deps build student
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/browser
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=12 tests/browser
 
 # unit, colab and nbgrader side by side (-O: each layer's output printed whole when it ends; the last two
 # mostly wait on pip while their environments are built), then the rest.

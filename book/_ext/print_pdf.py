@@ -39,6 +39,7 @@ import asyncio
 import functools
 import html
 import io
+import json
 import re
 import sys
 import threading
@@ -90,6 +91,31 @@ PDF_OPTIONS: dict[str, Any] = {
     "print_background": True,
 }
 PAGE_TIMEOUT_MS = 90_000
+PRINT_TIMEOUT_S = 300
+
+
+def bounded(function: str, what: str, seconds: float) -> str:
+    """``function`` (a JavaScript function of at most one argument, plain or async) made to reject with
+    an error naming ``what`` when its result has not settled within ``seconds``.
+
+    Playwright's ``evaluate`` waits for a returned promise without a time limit: a promise that never
+    settles (a script that never loads, a frame that is never painted) would hang the caller for good.
+    """
+    ms = round(seconds * 1000)
+    message = json.dumps(f"{what} did not finish within {seconds:g} s")
+    return f"""(arg) => {{
+  let timer;
+  const late = new Promise((_, reject) => {{
+    timer = setTimeout(() => reject(new Error({message})), {ms});
+  }});
+  const result = Promise.resolve().then(() => ({function})(arg));
+  return Promise.race([result, late]).finally(() => clearTimeout(timer));
+}}"""
+
+
+#: Every formula typeset (MathJax starts after the first paint) and the fonts it asked for loaded.
+MATH_TYPESET_JS = bounded("() => MathJax.startup.promise.then(() => true)", "MathJax's typesetting", 180)
+FONTS_READY_JS = bounded("() => document.fonts.ready.then(() => true)", "loading the page's fonts", 60)
 
 #: The book's stylesheet, whose print rules (hide solutions unless told, keep figures whole, wrap code,
 #: mark the explorers) are added to every page again before it prints: the PDF follows the rules of this
@@ -111,7 +137,7 @@ section.attnlib-pdf-solutions div.solution { display: block !important; break-in
 """
 
 # Resolves once the page is ready to print: math typeset, web fonts loaded, every Plotly figure drawn.
-READY_JS = """
+READY_JS = bounded("""
 async () => {
   // MathJax arrives after the first paint (book/_static/lean/math.js): wait for it to start, then for
   // every formula to be typeset.
@@ -129,7 +155,7 @@ async () => {
   await document.fonts.ready;
   return true;
 }
-"""
+""", "typesetting the page's formulas and loading its fonts", 300)
 # Explorers draw their plots lazily (near the viewport): draw them all, then wait until each has.
 PLOTLY_DRAWN_JS = """
 () => {
@@ -462,6 +488,15 @@ async def _new_context(browser: Any, base_url: str, with_solutions: bool) -> Any
     return context
 
 
+async def _pdf(page: Any, what: str) -> bytes:
+    """The page printed; a print that has not finished within PRINT_TIMEOUT_S raises (Chromium's print
+    has no time limit of its own)."""
+    try:
+        return await asyncio.wait_for(page.pdf(**PDF_OPTIONS), PRINT_TIMEOUT_S)
+    except TimeoutError:
+        raise RuntimeError(f"{what}: Chromium did not print it within {PRINT_TIMEOUT_S} s") from None
+
+
 async def _print_page(context: Any, base_url: str, entry: TocEntry, targets: set[str]) -> PrintedPage:
     page = await context.new_page()
     errors: list[str] = []
@@ -473,13 +508,13 @@ async def _print_page(context: Any, base_url: str, entry: TocEntry, targets: set
         await page.wait_for_function(PLOTLY_DRAWN_JS)
         await page.add_style_tag(content=BOOK_CSS.read_text(encoding="utf-8") + PDF_CSS)
         found = await page.evaluate(PREPARE_JS, {"targets": sorted(targets)})
-        full = await page.pdf(**PDF_OPTIONS)
+        full = await _pdf(page, entry.rel)
         student = full
         if found["solutions"]:
             left = await page.evaluate(STRIP_SOLUTIONS_JS)
             if left:
                 raise RuntimeError(f"{entry.rel}: {left} solution blocks left in the student edition")
-            student = await page.pdf(**PDF_OPTIONS)
+            student = await _pdf(page, entry.rel)
     finally:
         await page.close()
     for error in errors:  # the theme's scripts are not ours to fix; say so, print on
@@ -605,8 +640,8 @@ async def _front_matter(
         for _ in range(3):  # the page numbers depend on how many pages the front matter has
             contents = _contents(pages, student, front_pages)
             await page.set_content(front_matter_html(info, base_url, contents, student))
-            await page.evaluate("document.fonts.ready.then(() => true)")
-            pdf = await page.pdf(**PDF_OPTIONS)
+            await page.evaluate(FONTS_READY_JS)
+            pdf = await _pdf(page, "the front matter")
             count = len(PdfReader(io.BytesIO(pdf)).pages)
             if count == front_pages:
                 return pdf

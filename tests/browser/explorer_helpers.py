@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from print_pdf import bounded
 from test_pages import TIMEOUT_MS, PageLog
 
 PLOTLY_BUNDLE = "/_static/vendor/plotly/plotly-cartesian-4.1.1.min.js"
@@ -22,6 +23,9 @@ RENDERED_JS = """
 ids => ids.every(id => { const gd = document.getElementById(id);
   return gd && gd._fullData && gd._fullData.length > 0 && gd.querySelector('svg.main-svg'); })
 """
+# Every explorer drawn, as printing does (they draw lazily, when they near the viewport).
+DRAW_ALL_JS = bounded("() => window.attnlibExplorers && window.attnlibExplorers.drawAll().then(() => true)",
+                      "drawing every explorer", 120)
 # The figure ids that are not on the page at all.
 PRESENT_JS = "ids => ids.filter(id => !document.getElementById(id))"
 
@@ -56,7 +60,7 @@ def open_page(
                     pytrace=False,
                 )
         # Explorers draw lazily, when they near the viewport: draw them all, as printing does.
-        page.evaluate("() => window.attnlibExplorers && window.attnlibExplorers.drawAll()")
+        page.evaluate(DRAW_ALL_JS)
         page.wait_for_function(RENDERED_JS, arg=list(figure_ids))
         yield page, log
     finally:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
+from print_pdf import FONTS_READY_JS, MATH_TYPESET_JS, bounded
 from test_pages import TIMEOUT_MS, _open
 
 BLOCKING = ("critical", "serious")  # the impacts that fail the test
@@ -45,7 +46,7 @@ SETTLE_MS = 120_000
 
 # Typesets math if the page has any; then brings every explorer into view, one after the other, so that
 # a figure drawn only when it nears the viewport is drawn (or has failed) when axe looks at it.
-EXPLORERS_JS = """
+EXPLORERS_JS = bounded("""
 async () => {
   // Drawn: explorer.js's promise for the figure (set once it neared the viewport; it settles when the plot
   // is drawn or has failed, at once for an explorer without a plot), or a plot drawn at load.
@@ -63,7 +64,7 @@ async () => {
   window.scrollTo(0, 0);
   return figures.filter((f) => !drawn(f)).map((f) => f.id || f.className);
 }
-"""
+""", "drawing the explorers", 180)
 
 # Which explorer, if any, holds the element each axe target names (reported, never excluded).
 OWNERS_JS = """
@@ -76,9 +77,13 @@ OWNERS_JS = """
 })
 """
 
-FRAMES_JS = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+FRAMES_JS = bounded(
+    "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
+    "two animation frames", 30)
 # The theme fades colours when the scheme changes (CSS transitions): axe must see the end colours.
-TRANSITIONS_JS = "() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null)))"
+TRANSITIONS_JS = bounded(
+    "() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null)))",
+    "the theme's colour transitions", 30)
 
 
 def _settle(page: Any) -> None:
@@ -86,8 +91,8 @@ def _settle(page: Any) -> None:
     if page.locator(".math, mjx-container").count():
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
                                timeout=SETTLE_MS)
-        page.evaluate("() => MathJax.startup.promise.then(() => true)")
-    page.evaluate("() => document.fonts.ready.then(() => true)")  # font loads change formula widths
+        page.evaluate(MATH_TYPESET_JS)
+    page.evaluate(FONTS_READY_JS)  # font loads change formula widths
     undrawn = page.evaluate(EXPLORERS_JS)
     assert not undrawn, f"{page.url}: explorers not drawn within 60 s of coming into view: {undrawn}"
     page.evaluate(FRAMES_JS)

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import discover_pages
+from print_pdf import bounded
 from test_pages import TIMEOUT_MS, PageLog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +40,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("explorer_page", pages)
 
 
-DRAW_ALL = """async () => { await window.attnlibExplorers.drawAll();
-  return [...document.querySelectorAll('figure.attnlib-explorer')].map(f => f.dataset.explorer); }"""
+DRAW_ALL = bounded("""async () => { await window.attnlibExplorers.drawAll();
+  return [...document.querySelectorAll('figure.attnlib-explorer')].map(f => f.dataset.explorer); }""",
+                   "drawing every explorer", 120)
 
 # Per explorer at the current viewport: controls' boxes, plot texts' boxes, the plot's box.
 GEOMETRY = """id => {

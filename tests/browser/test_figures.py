@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
+from print_pdf import bounded
 
 CHAPTERS = [f"book/{name}.html" for name in (
     "01_why_attention", "02_qkv", "03_scaling", "04_worked_examples", "05_implementation",
@@ -82,12 +83,12 @@ def test_figure_references_read_as_the_figures_are_numbered(html_dir: Path) -> N
 
 
 # --------------------------------------------------------------------------- pixels
-_LOADED = """async (sel) => {
+_LOADED = bounded("""async (sel) => {
   const imgs = [...document.querySelectorAll(sel)];
   for (const img of imgs) { img.loading = "eager"; await img.decode(); }
   return imgs.map((img) => ({src: img.getAttribute("src"), natural: img.naturalWidth,
                              shown: img.getBoundingClientRect().width}));
-}"""
+}""", "loading the figures' images", 60)
 
 
 @pytest.mark.parametrize("page", CHAPTERS)

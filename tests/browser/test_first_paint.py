@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import REPO_ROOT, read_toc
+from print_pdf import bounded
 
 PAGES = read_toc(REPO_ROOT / "_toc.yml")
 CRITICAL_BYTES = 250_000  # stylesheets + synchronous scripts of <head>, uncompressed
@@ -97,14 +98,14 @@ def test_critical_path(rel: str, html_dir: Path) -> None:
     )
 
 
-FCP_JS = """() => new Promise(resolve => {
+FCP_JS = bounded("""() => new Promise(resolve => {
   const seen = performance.getEntriesByName('first-contentful-paint')[0];
   if (seen) return resolve(seen.startTime);
   new PerformanceObserver(list => {
     const e = list.getEntriesByName('first-contentful-paint')[0];
     if (e) resolve(e.startTime);
   }).observe({type: 'paint', buffered: true});
-})"""
+})""", "the first contentful paint", 60)
 
 
 def test_first_contentful_paint_on_a_slow_phone(browser: Any, base_url: str, html_dir: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO_ROOT, read_toc
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import READY_JS  # MathJax started and every formula typeset (it arrives after the first paint)
+from print_pdf import FONTS_READY_JS, READY_JS, bounded  # READY_JS: MathJax started, formulas typeset
 
 LIMIT = 1_500_000  # bytes, transferred
 TEXT_TYPES = ("text/", "javascript", "json", "svg", "xml")
@@ -31,14 +31,14 @@ PHONE = {"viewport": {"width": 412, "height": 823}, "device_scale_factor": 1.75,
          "has_touch": True}
 PAGES = ["index.html", *read_toc(REPO_ROOT / "_toc.yml")]
 NEVER = ("/_static/scripts/fontawesome.js", "/_static/vendor/fontawesome/")
-SCROLL_JS = """async () => {
+SCROLL_JS = bounded("""async () => {
   const step = Math.max(200, window.innerHeight * 0.8);
   for (let y = 0; y < document.documentElement.scrollHeight; y += step) {
     window.scrollTo(0, y);
     await new Promise(r => setTimeout(r, 60));
   }
   window.scrollTo(0, document.documentElement.scrollHeight);
-}"""
+}""", "scrolling through the page", 120)
 
 
 def transfer_size(body: bytes, content_type: str) -> int:
@@ -171,7 +171,7 @@ def test_every_icon_shows(scheme: str, width: int, browser: Any, base_url: str) 
         for rel in ("book/01_why_attention.html", "book/05_implementation.html"):
             page.goto(f"{base_url}/{rel}", wait_until="load")
             page.evaluate(READY_JS)  # formulas typeset: nothing moves between the two screenshots
-            page.evaluate("document.fonts.ready.then(() => true)")
+            page.evaluate(FONTS_READY_JS)
             missing = page.evaluate(GLYPHS_JS)
             assert not missing, f"{rel}: icons whose glyph is not in the icon font: {missing}"
             assert page.evaluate("document.documentElement.dataset.theme") == scheme

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from print_pdf import MATH_TYPESET_JS
 
 # Generous: chapter 3 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
@@ -170,7 +171,7 @@ def _check_math(page: Any) -> list[str]:
         )
     except PlaywrightTimeoutError:
         return [f"the page has math but MathJax did not start within {MATHJAX_MS / 1000:g} s"]
-    page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    page.evaluate(MATH_TYPESET_JS)
     _settle(page)  # fonts requested by the typeset output
     status = page.evaluate(_MATH_STATUS_JS)
     if not status:

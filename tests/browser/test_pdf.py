@@ -401,6 +401,23 @@ def test_bad_arguments_fail_clearly(tmp_path: Path) -> None:
         print_pdf.build_pdfs(tmp_path / "nothing", tmp_path)
 
 
+def test_a_wait_in_the_page_is_bounded(browser: Any) -> None:
+    """print_pdf.bounded: the value and argument pass through; a promise that never settles, or a
+    function that throws, rejects with an error naming what was awaited (Playwright would wait forever)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        assert page.evaluate(print_pdf.bounded("(x) => x * 2", "doubling", 5), 21) == 42
+        assert page.evaluate(print_pdf.bounded("async () => 'typeset'", "an async step", 5)) == "typeset"
+        never = print_pdf.bounded("() => new Promise(() => {})", "a promise that never settles", 0.3)
+        with pytest.raises(Exception, match=r"a promise that never settles did not finish within 0\.3 s"):
+            page.evaluate(never)
+        with pytest.raises(Exception, match="no MathJax here"):
+            page.evaluate(print_pdf.bounded("() => { throw new Error('no MathJax here'); }", "throwing", 5))
+    finally:
+        context.close()
+
+
 # The browser's own print of a page (the ".pdf" item calls window.print()).
 SOLUTION_TEXT_JS = """
 pieces => {

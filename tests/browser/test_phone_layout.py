@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from print_pdf import bounded
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
          "device_scale_factor": 2}
@@ -38,14 +39,14 @@ SETTLE_MS = 150_000
 
 # Scroll through the page one screen at a time: lazily loaded formulas and explorers load near the
 # viewport. Then back to the top, where the measurements are taken.
-SCROLL_THROUGH = """async () => {
+SCROLL_THROUGH = bounded("""async () => {
   const step = Math.max(200, window.innerHeight - 100);
   for (let y = 0; y < document.documentElement.scrollHeight; y += step) {
     window.scrollTo(0, y);
     await new Promise(r => requestAnimationFrame(() => setTimeout(r, 30)));
   }
   window.scrollTo(0, 0);
-}"""
+}""", "scrolling through the page", 120)
 
 # Ready to measure: every formula typeset (an mjx-container in each .math) and every explorer drawn
 # (the explorer script marks a drawn figure attnlib-drawn, a failed one attnlib-failed; a Plotly

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
+from print_pdf import MATH_TYPESET_JS
 from test_pages import TIMEOUT_MS, PageLog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -294,7 +295,7 @@ def _open(
     log.attach(context, page)
     page.goto(f"{base_url}/{path}", wait_until="load")
     page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    page.evaluate(MATH_TYPESET_JS)
     return context, page, log
 
 
