@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build test lint unit colab nbgrader notebooks nbval nbval-nudged browser bench execute edition student pdf have-chromium clean
+.PHONY: help venv test-deps book build pages test lint unit colab nbgrader notebooks nbval nbval-nudged browser browser-tests bench execute edition student pdf have-chromium clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
@@ -79,15 +79,25 @@ nbval-nudged: test-deps
 # Two processes, each taking whole test files (module fixtures such as the PDFs are built once). A test
 # that has not finished in 15 minutes fails with the stacks of its threads (every wait in a page is
 # bounded too: print_pdf.bounded); --durations lists the slowest, to see where the time goes.
+BROWSER_TESTS := $(BIN)/python -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=12 tests/browser
 browser: test-deps build student
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=12 tests/browser
+	$(BROWSER_TESTS)
 
-# unit, colab and nbgrader side by side (-O: each layer's output printed whole when it ends; the last two
-# mostly wait on pip while their environments are built), then the rest.
+# The pages the browser layer reads: the book (every chapter executed) and the student edition.
+pages: build
+	$(MAKE) --no-print-directory student
+
+# make test: the same tests on the pages its first stage built.
+browser-tests: test-deps
+	$(BROWSER_TESTS)
+
+# First unit (one core), colab and nbgrader (these two mostly wait on pip while their environments are
+# built) and the pages (the book's build, then the student edition's) side by side; -O prints each layer's
+# output whole when it ends. Then nbval twice, then the browser layer on the pages built in the first stage.
 test: lint
-	$(MAKE) --no-print-directory -j3 -O unit colab nbgrader
+	$(MAKE) --no-print-directory -j4 -O unit colab nbgrader pages
 	$(MAKE) --no-print-directory notebooks
-	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory browser-tests
 	@echo "All test layers passed."
 
 # Re-execute the chapters in place, then drop per-cell timestamps and widget state so diffs show

@@ -8,29 +8,17 @@ rendered dark text on a dark background. This test measures the contrast the bro
 from __future__ import annotations
 
 import pytest
+from wcag import CONTRAST_HELPERS
 
 PAGES = ["book/03_scaling.html", "book/04_worked_examples.html", "book/02_qkv.html"]
 SELECTORS = ".attnlib-live-note p, figure.attnlib-explorer figcaption"
 
-# WCAG relative luminance and contrast ratio, evaluated in the page for each element.
-CONTRASTS = """(sel) => {
-  const lum = (rgb) => {
-    const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
-      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const background = (el) => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = getComputedStyle(e).backgroundColor;
-      if (c && !c.startsWith("rgba(0, 0, 0, 0)") && c !== "transparent") return c;
-    }
-    return "rgb(255, 255, 255)";
-  };
-  return [...document.querySelectorAll(sel)].map((el) => {
-    const [fg, bg] = [lum(getComputedStyle(el).color), lum(background(el))];
-    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
-    return { text: el.textContent.slice(0, 60), ratio };
-  });
+# The WCAG contrast ratio of each element's text, as the browser renders it.
+CONTRASTS = "(sel) => {" + CONTRAST_HELPERS + """
+  return [...document.querySelectorAll(sel)].map((el) => ({
+    text: el.textContent.slice(0, 60),
+    ratio: ratio(lum(getComputedStyle(el).color), lum(behind(el))),
+  }));
 }"""
 
 

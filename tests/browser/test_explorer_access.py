@@ -22,6 +22,7 @@ import pytest
 from conftest import discover_pages
 from print_pdf import bounded
 from test_pages import TIMEOUT_MS, PageLog
+from wcag import CONTRAST_HELPERS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -187,18 +188,7 @@ def test_explorers_work_by_keyboard_alone(browser: Any, base_url: str, explorer_
         context.close()
 
 
-CONTRAST = """id => {
-  const lum = c => { const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => {
-      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const ratio = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-  const behind = el => {  // the first opaque background behind an element
-    for (let e = el; e; e = e.parentElement) {
-      const c = getComputedStyle(e).backgroundColor;
-      if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') return c;
-    }
-    return 'rgb(255, 255, 255)';
-  };
+CONTRAST = "id => {" + CONTRAST_HELPERS + """
   const f = document.querySelector(`figure[data-explorer="${id}"]`);
   const card = f.querySelector('.attnlib-explorer-card') || f;
   const bg = lum(behind(card));

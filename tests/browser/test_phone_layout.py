@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from print_pdf import bounded
+from wcag import CONTRAST_HELPERS
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
          "device_scale_factor": 2}
@@ -167,21 +168,10 @@ def test_no_output_is_wider_than_the_column_on_a_desktop(toc_pages: list[str], b
 
 
 # --------------------------------------------------------------------------- attnlib's tables
-TABLES = """() => [...document.querySelectorAll('.cell_output .attnlib-table')].map(w => {
+TABLES = "() => {" + CONTRAST_HELPERS + """
+  return [...document.querySelectorAll('.cell_output .attnlib-table')].map(w => {
   const t = w.querySelector('table'), out = w.closest('.output');
   const cells = [...t.querySelectorAll('tbody td')], nums = cells.filter(td => td.classList.contains('num'));
-  const bg = el => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = getComputedStyle(e).backgroundColor;
-      if (c && c !== 'transparent' && !c.startsWith('rgba(0, 0, 0, 0)')) return c;
-    }
-    return 'rgb(255, 255, 255)';
-  };
-  const lum = c => {
-    const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(Number)
-      .map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
   const rowHead = t.querySelector('tbody th');
   return {
     caption: t.caption ? t.caption.textContent : null,
@@ -196,9 +186,10 @@ TABLES = """() => [...document.querySelectorAll('.cell_output .attnlib-table')].
       && out.scrollWidth > out.clientWidth,
     outTabIndex: out.tabIndex,
     rowHeadSticky: rowHead ? getComputedStyle(rowHead).position === 'sticky' : false,
-    fg: lum(getComputedStyle(rowHead || t).color), bg: lum(bg(rowHead || t)),
+    fg: lum(getComputedStyle(rowHead || t).color), bg: lum(behind(rowHead || t)),
   };
-})"""
+  });
+}"""
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -39,6 +39,7 @@ from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
 from print_pdf import MATH_TYPESET_JS
 from test_pages import TIMEOUT_MS, PageLog
+from wcag import CONTRAST_HELPERS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
@@ -327,29 +328,15 @@ def _answer_by_keyboard(page: Any, q: quiz.Quiz, chapter: str) -> None:
     assert checks >= 4 * len(ids)
 
 
-_CONTRAST_JS = """
-() => {
-  const lum = (rgb) => {
-    const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
-      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const background = (el) => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = getComputedStyle(e).backgroundColor;
-      if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') return c;
-    }
-    return 'rgb(255, 255, 255)';
-  };
+_CONTRAST_JS = "() => {" + CONTRAST_HELPERS + """
   const sel = '.attnlib-quiz-intro, .attnlib-quiz-question legend, .attnlib-quiz-hint,'
     + ' .attnlib-quiz-option label, .attnlib-quiz-number-input label, .attnlib-quiz-number-input input,'
     + ' .attnlib-quiz-actions button,'
     + ' .attnlib-quiz-verdict, .attnlib-quiz-explanation p';
-  return [...document.querySelectorAll(sel)].filter((el) => el.getClientRects().length).map((el) => {
-    const [fg, bg] = [lum(getComputedStyle(el).color), lum(background(el))];
-    return { text: (el.className || el.tagName) + ': ' + el.textContent.slice(0, 40),
-             ratio: (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05) };
-  });
+  return [...document.querySelectorAll(sel)].filter((el) => el.getClientRects().length).map((el) => ({
+    text: (el.className || el.tagName) + ': ' + el.textContent.slice(0, 40),
+    ratio: ratio(lum(getComputedStyle(el).color), lum(behind(el))),
+  }));
 }
 """
 
@@ -367,27 +354,14 @@ def _check_contrast(page: Any, chapter: str) -> None:
         assert not poor, f"book/{chapter}.html in {scheme} mode: contrast below 4.5:1 for {poor}"
 
 
-_RING_JS = """
-() => {
-  const lum = (rgb) => {
-    const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
-      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const background = (el) => {
-    for (let e = el; e; e = e.parentElement) {
-      const c = getComputedStyle(e).backgroundColor;
-      if (c && !c.startsWith('rgba(0, 0, 0, 0)') && c !== 'transparent') return c;
-    }
-    return 'rgb(255, 255, 255)';
-  };
+_RING_JS = "() => {" + CONTRAST_HELPERS + """
   const el = document.activeElement;
   const style = getComputedStyle(el);
-  const [ring, around] = [lum(style.outlineColor), lum(background(el.parentElement))];
+  const [ring, around] = [lum(style.outlineColor), lum(behind(el.parentElement))];
   return { id: el.id || (el.closest('form') || {}).id + ' ' + el.className,
            inQuiz: !!el.closest('.attnlib-quiz'), outline: style.outlineStyle,
            width: parseFloat(style.outlineWidth),
-           ratio: (Math.max(ring, around) + 0.05) / (Math.min(ring, around) + 0.05) };
+           ratio: ratio(ring, around) };
 }
 """
 
