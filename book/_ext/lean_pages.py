@@ -24,7 +24,8 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
 * **MathJax.** The ``<script>`` of ``mathjax_path`` is replaced by ``_static/lean/math.js`` (from
   ``book/_static/lean/``), which adds MathJax after the first paint and typesets the formulas on
   screen first, then the rest in short batches; ``MathJax.startup.promise`` still resolves once all
-  are typeset. The MathJax options (``mathjax3_config``) are unchanged.
+  are typeset. The MathJax options (``mathjax3_config``) are unchanged. This is the fallback: where
+  Node.js is installed, ``mathml_pages`` writes every formula as MathML and removes the loader.
 * **No 404.** ``favicon.ico`` is written at the root of the build (browsers ask for it on pages without
   an icon link, such as the root redirect page), and the root ``index.html`` redirect becomes a small
   complete page (language, title, a link for browsers that do not follow the refresh; no icon link,

@@ -5,7 +5,7 @@
     python book/_ext/print_pdf.py [--html _build/html] [--out _build/pdf]
 
 It is a plain script, not a Sphinx extension: it reads the HTML that the build wrote, so the PDF shows
-exactly what the web book shows (MathJax-typeset math, the Plotly figures, the executed outputs), which
+exactly what the web book shows (the formulas, the Plotly figures, the executed outputs), which
 the LaTeX route cannot (it drops every Plotly figure and needs hundreds of MB of TeX).
 
 How it works:
@@ -15,11 +15,11 @@ How it works:
 2. A local HTTP server serves the build; headless Chromium (Debian's ``/usr/bin/chromium``, driven by
    Playwright, launched as ``tests/browser/conftest.py`` launches it) opens each page with print media
    emulated and a viewport as wide as the printed text, so Plotly lays out its figures at print width.
-   It waits for MathJax (``MathJax.startup.promise``), the fonts and every Plotly figure, then moves
-   every solution (sphinx-exercise's ``div.solution``) into a "Solutions" section at the end of the
-   chapter, in exercise order, each titled "Solution to Exercise N.k", and prints the page. It then
-   removes that section from the DOM and prints the page again, so that the student edition holds no
-   solution text at all. Two pages print at a time (the machine has two cores).
+   It waits for the formulas (MathJax's, in a build without Node.js), the fonts and every Plotly
+   figure, then moves every solution (sphinx-exercise's ``div.solution``) into a "Solutions" section
+   at the end of the chapter, in exercise order, each titled "Solution to Exercise N.k", and prints the
+   page. It then removes that section from the DOM and prints the page again, so that the student
+   edition holds no solution text at all. Two pages print at a time (the machine has two cores).
 3. pypdf joins the pages behind a title page (book title, author, edition and licences, read from the
    built pages) and a contents page, numbers the pages, turns every link between book pages into a
    link inside the PDF (none points at the temporary local server), and adds an outline: one entry per
@@ -113,8 +113,6 @@ def bounded(function: str, what: str, seconds: float) -> str:
 }}"""
 
 
-#: Every formula typeset (MathJax starts after the first paint) and the fonts it asked for loaded.
-MATH_TYPESET_JS = bounded("() => MathJax.startup.promise.then(() => true)", "MathJax's typesetting", 180)
 FONTS_READY_JS = bounded("() => document.fonts.ready.then(() => true)", "loading the page's fonts", 60)
 
 #: The book's stylesheet, whose print rules (hide solutions unless told, keep figures whole, wrap code,
@@ -136,12 +134,13 @@ section.attnlib-pdf-solutions { break-before: page; }
 section.attnlib-pdf-solutions div.solution { display: block !important; break-inside: auto !important; }
 """
 
-# Resolves once the page is ready to print: math typeset, web fonts loaded, every Plotly figure drawn.
+# Resolves once the page is ready to print: formulas shown, web fonts loaded. The book's formulas are
+# MathML written at build time (book/_ext/mathml_pages.py); a build made without Node.js keeps MathJax's
+# loader (script[data-mathjax], book/_static/lean/math.js, after the first paint): then wait for MathJax
+# to start and to typeset every formula.
 READY_JS = bounded("""
 async () => {
-  // MathJax arrives after the first paint (book/_static/lean/math.js): wait for it to start, then for
-  // every formula to be typeset.
-  if (document.querySelector('.math') !== null) {
+  if (document.querySelector('.math') !== null && document.querySelector('script[data-mathjax]') !== null) {
     let mj = window.MathJax;
     for (let i = 0; i < 600 && !(mj && mj.startup && mj.startup.promise); i++) {
       await new Promise(r => setTimeout(r, 200));

@@ -1,7 +1,7 @@
 /* Keyboard access to formulas that scroll sideways.
  *
  * A formula wider than the text column (on a phone, a few per chapter) scrolls sideways inside its own
- * box (display math: the theme's CSS; inline math: book/_static/tables.css). A box that scrolls must be
+ * box (display math: mathml_pages' stylesheet or the theme's CSS; inline math: book/_static/tables.css). A box that scrolls must be
  * reachable by keyboard, or a keyboard user cannot see its right-hand part (WCAG 2.1.1; axe-core's rule
  * scrollable-region-focusable, serious). MathJax's menu is not loaded (_config.yml), so no formula is a
  * tab stop of its own. As the theme does
@@ -12,7 +12,8 @@
  */
 (function () {
   "use strict";
-  var SELECTOR = 'mjx-container[display="true"], .bd-article span.math';
+  // div.math: display formulas as MathML (book/_ext/mathml_pages.py); mjx-container: a build that kept MathJax.
+  var SELECTOR = 'mjx-container[display="true"], .bd-article div.math, .bd-article span.math';
   var pending = false;
 
   function update() {

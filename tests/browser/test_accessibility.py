@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
-from print_pdf import FONTS_READY_JS, MATH_TYPESET_JS, bounded
+from print_pdf import READY_JS, bounded
 from test_pages import TIMEOUT_MS, _open
 
 BLOCKING = ("critical", "serious")  # the impacts that fail the test
@@ -88,11 +88,7 @@ TRANSITIONS_JS = bounded(
 
 def _settle(page: Any) -> None:
     """Math typeset and explorers drawn; fails, naming them, if an explorer is never drawn."""
-    if page.locator(".math, mjx-container").count():
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                               timeout=SETTLE_MS)
-        page.evaluate(MATH_TYPESET_JS)
-    page.evaluate(FONTS_READY_JS)  # font loads change formula widths
+    page.evaluate(READY_JS)  # formulas shown and fonts loaded (font loads change formula widths)
     undrawn = page.evaluate(EXPLORERS_JS)
     assert not undrawn, f"{page.url}: explorers not drawn within 60 s of coming into view: {undrawn}"
     page.evaluate(FRAMES_JS)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from print_pdf import READY_JS
 
 PAGE = "book/02_qkv.html"
 TIMEOUT_MS = 15_000
@@ -88,25 +89,24 @@ def test_on_a_wide_screen_the_toggle_hides_and_shows_the_chapter_list(browser: A
 
 
 def test_formulas_are_not_tab_stops(toc_pages: list[str], browser: Any, base_url: str) -> None:
-    """A keyboard user tabs to links and controls, not to each of hundreds of formulas (MathJax's
-    ``inTabOrder: false``, set in _config.yml); screen readers still read each formula (its assistive
-    MathML stays)."""
+    """A keyboard user tabs to links and controls, not to each of hundreds of formulas; screen readers
+    still read each formula (MathML, written at build time by book/_ext/mathml_pages.py)."""
     context = browser.new_context()
-    context.set_default_timeout(90_000)  # MathJax typesets after the first paint, in batches
+    context.set_default_timeout(90_000)
     counted = 0
     try:
         page = context.new_page()
         for rel in toc_pages:
             page.goto(f"{base_url}/{rel}", wait_until="load")
-            if not page.locator("mjx-container, .math").count():
+            if not page.locator(".math").count():
                 continue
-            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
-            page.evaluate("MathJax.startup.promise")
+            page.evaluate(READY_JS)
             total, tabbable, spoken = page.evaluate("""() => {
-                const all = [...document.querySelectorAll('mjx-container')];
+                const all = [...document.querySelectorAll('.math')];
                 // a formula that scrolls sideways in its own box is a tab stop on purpose (scroll-stops.js)
                 return [all.length, all.filter(e => e.tabIndex >= 0 && e.scrollWidth <= e.clientWidth).length,
-                        all.filter(e => e.querySelector('mjx-assistive-mml')).length];
+                        all.filter(e => e.querySelector('math')
+                                        && !e.querySelector('math [tabindex]')).length];
             }""")
             assert total > 0 and tabbable == 0 and spoken == total, (rel, total, tabbable, spoken)
             counted += total

@@ -7,10 +7,10 @@ per page, named after it; the toc's pages must all be among them, so discovery c
 * no request to any host but the local server: every request is recorded and anything not served
   by the book is aborted and reported by URL, so the pages work offline and leak nothing to a CDN;
 * no local request that fails or answers with HTTP >= 400 (missing static files, fonts, images);
-* math is typeset: on pages whose HTML has ``class="math"`` elements, MathJax finishes, every
-  math element holds an ``mjx-container``, none reports a TeX error (``mjx-merror``) or shows an
-  undefined macro in red, and no raw TeX (``\\frac``, ``\\sqrt``, ...) is left visible in the prose
-  outside math and code;
+* math is rendered: on pages whose HTML has ``class="math"`` elements, each holds the MathML the
+  build wrote (book/_ext/mathml_pages.py) and nothing else, drawn with a width, no ``merror`` and no
+  undefined macro in red; the page loads no MathJax and its math font (STIX Two Math) is loaded; no
+  raw TeX (``\\frac``, ``\\sqrt``, ...) is left visible in the prose outside math and code;
 * the page has a non-empty ``<h1>`` in its article, and every internal link on it (sidebar, toc,
   cross-references) leads to a page that exists and, if it names an anchor, to an id on that page.
 
@@ -26,12 +26,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import MATH_TYPESET_JS
+from print_pdf import bounded
 
 # Generous: chapter 3 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
 TIMEOUT_MS = 45_000
-MATHJAX_MS = 30_000
 NETWORK_IDLE_MS = 10_000
 # Raw TeX that would be visible if math were not parsed or not typeset.
 RAW_TEX = re.compile(
@@ -110,9 +109,12 @@ def _bullets(items: list[str]) -> str:
 _MATH_STATUS_JS = """
 () => Array.from(document.querySelectorAll('.math')).map(el => {
   const clone = el.cloneNode(true);
-  clone.querySelectorAll('mjx-container').forEach(c => c.remove());
+  clone.querySelectorAll('math, .eqno').forEach(c => c.remove());
+  const math = el.querySelector('math');
   return {
-    typeset: el.querySelector('mjx-container') !== null,
+    typeset: math !== null,
+    width: math ? math.getBoundingClientRect().width : 0,
+    shown: el.getClientRects().length > 0,  // not inside a closed solution or a hidden panel
     leftover: clone.textContent.trim(),
     snippet: el.outerHTML.slice(0, 160),
   };
@@ -120,15 +122,21 @@ _MATH_STATUS_JS = """
 """
 
 _UNDEFINED_MACROS_JS = """
-() => Array.from(document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]'))
-  .map(el => el.textContent).filter(text => text.startsWith('\\\\'))
+() => Array.from(document.querySelectorAll('math merror, math mtext[mathcolor="red"]'))
+  .map(el => el.textContent)
+"""
+
+# The math font the formulas are drawn with (book/_ext/mathml_pages.py), once the page's fonts are in.
+_MATH_FONT_JS = """
+() => document.fonts.ready.then(() => [...document.fonts].filter(f => f.family.replace(/"/g, '')
+  === 'STIX Two Math').map(f => f.status))
 """
 
 _PROSE_TEXT_JS = """
 () => {
   const root = document.querySelector('article') || document.body;
   const clone = root.cloneNode(true);
-  clone.querySelectorAll('script, style, noscript, template, textarea, pre, code, .math, mjx-container')
+  clone.querySelectorAll('script, style, noscript, template, textarea, pre, code, .math, math')
        .forEach(el => el.remove());
   return clone.textContent;
 }
@@ -165,29 +173,26 @@ def _open(page: Any, base_url: str, rel: str, html: str) -> None:
 
 def _check_math(page: Any) -> list[str]:
     problems: list[str] = []
-    try:
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=MATHJAX_MS
-        )
-    except PlaywrightTimeoutError:
-        return [f"the page has math but MathJax did not start within {MATHJAX_MS / 1000:g} s"]
-    page.evaluate(MATH_TYPESET_JS)
-    _settle(page)  # fonts requested by the typeset output
+    if page.locator("script[data-mathjax]").count():
+        return ["the page loads MathJax: the build wrote no MathML (mathml_pages needs Node.js and ziamath)"]
+    _settle(page)
     status = page.evaluate(_MATH_STATUS_JS)
     if not status:
         problems.append('the HTML has class="math" elements but the page shows none')
-    if page.locator("mjx-container").count() == 0:
-        problems.append("MathJax produced no mjx-container")
     for item in status:
         if not item["typeset"]:
-            problems.append(f"math element not typeset: {item['snippet']}")
-        elif re.search(r"\\[A-Za-z()\[\]]|\$", item["leftover"]):
-            problems.append(f"raw TeX left beside the typeset math: {item['leftover'][:120]!r}")
-    for err in page.locator("mjx-merror").all():
-        problems.append(f"MathJax TeX error: {err.get_attribute('data-mjx-error') or err.inner_text()}")
-    # MathJax's noundefined extension shows an unknown macro as red text instead of an error.
-    for macro in page.evaluate(_UNDEFINED_MACROS_JS):
-        problems.append(f"undefined TeX macro shown as red text: {macro}")
+            problems.append(f"math element without MathML: {item['snippet']}")
+        elif item["leftover"]:
+            problems.append(f"text left beside the MathML: {item['leftover'][:120]!r}")
+        elif item["shown"] and item["width"] <= 0:
+            problems.append(f"a formula drawn with no width: {item['snippet']}")
+    if status and not any(item["width"] > 0 for item in status):
+        problems.append("no formula of the page is drawn with a width")
+    for text in page.evaluate(_UNDEFINED_MACROS_JS):
+        problems.append(f"a TeX error or undefined macro in the MathML: {text}")
+    fonts = page.evaluate(bounded(_MATH_FONT_JS, "loading the page's fonts", 60))
+    if "loaded" not in fonts:
+        problems.append(f"the math font STIX Two Math is not loaded: {fonts or 'no such font face'}")
     return problems
 
 

@@ -49,7 +49,8 @@ SCROLL_THROUGH = bounded("""async () => {
   window.scrollTo(0, 0);
 }""", "scrolling through the page", 120)
 
-# Ready to measure: every formula typeset (an mjx-container in each .math) and every explorer drawn
+# Ready to measure: every formula shown (MathML in each .math; an mjx-container in a build that kept MathJax)
+# and every explorer drawn
 # (the explorer script marks a drawn figure attnlib-drawn, a failed one attnlib-failed; a Plotly
 # figure drawn by plotly.js itself has a .main-svg; an explorer without a plot has nothing to draw).
 DRAWN = """f => f.classList.contains('attnlib-drawn') || f.classList.contains('attnlib-failed')
@@ -57,7 +58,7 @@ DRAWN = """f => f.classList.contains('attnlib-drawn') || f.classList.contains('a
 PENDING = f"""(withMath) => {{
   const drawn = {DRAWN};
   const math = withMath ? [...document.querySelectorAll('span.math, div.math')] : [];
-  return [...math.filter(m => !m.querySelector('mjx-container'))
+  return [...math.filter(m => !m.querySelector('mjx-container, math'))
              .map(m => 'formula ' + m.textContent.slice(0, 40)),
           ...[...document.querySelectorAll('figure.attnlib-explorer')].filter(f => !drawn(f))
              .map(f => 'explorer ' + f.id)];
@@ -97,7 +98,7 @@ OVERFLOWS = """(column) => {
   const found = [], bad = new Set();
   for (const el of elements) {
     if (el.closest('mjx-assistive-mml')) continue;  // visually hidden MathML for screen readers
-    const mjx = el.closest('mjx-container');
+    const mjx = el.closest('mjx-container, math');
     if (mjx && mjx !== el) continue;  // a formula is measured whole, not glyph by glyph
     if (el.ownerSVGElement && (el.tagName !== 'text' || !el.textContent.trim()
                                || getComputedStyle(el).opacity === '0')) continue;

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
-from print_pdf import MATH_TYPESET_JS
+from print_pdf import READY_JS
 from test_pages import TIMEOUT_MS, PageLog
 from wcag import CONTRAST_HELPERS
 
@@ -295,8 +295,7 @@ def _open(
     page = context.new_page()
     log.attach(context, page)
     page.goto(f"{base_url}/{path}", wait_until="load")
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate(MATH_TYPESET_JS)
+    page.evaluate(READY_JS)  # formulas shown, fonts loaded
     return context, page, log
 
 
