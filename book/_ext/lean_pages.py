@@ -405,12 +405,17 @@ def _root_redirect(outdir: Path, app: Sphinx) -> None:
 
 
 # -------------------------------------------------------------------------------------------- finished
+def html_pages(outdir: Path) -> list[Path]:
+    """The built pages under ``outdir`` (not the copies of sources, images and static files)."""
+    return [p for p in sorted(outdir.rglob("*.html")) if not SKIP_DIRS & set(p.relative_to(outdir).parts)]
+
+
 def _finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html" or app.builder.name not in ("html", "dirhtml"):
         return
     outdir = Path(app.outdir)
     static = outdir / "_static"
-    pages = [p for p in sorted(outdir.rglob("*.html")) if not SKIP_DIRS & set(p.relative_to(outdir).parts)]
+    pages = html_pages(outdir)
     icons = lean_icons(static, pages)
     theme_css = static / THEME_CSS
     icons_done = theme_css.is_file() and ICONS_MARK in theme_css.read_text(encoding="utf-8")[:1000]

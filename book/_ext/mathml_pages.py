@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import html
 import io
+import itertools
 import json
 import re
 import shutil
 import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,9 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # book/_ext is not a package
+from lean_pages import html_pages  # a sibling extension: the same pages
+
 logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
@@ -47,7 +52,6 @@ CONVERTER = HERE / "tex2mml.js"
 CSS = "lean/mathml.css"  # under _static
 FONT = "lean/stix-two-math.woff2"
 FONT_FAMILY = "STIX Two Math"
-SKIP_DIRS = {"_static", "_sources", "_images"}
 
 # What Sphinx (sphinx.ext.mathjax) and MyST-NB write for inline and display math. MathJax's delimiters
 # are the only content; an equation number (none in this book) would sit before the TeX in the div.
@@ -131,10 +135,10 @@ def _aligned_table(match: re.Match[str]) -> str:
     pad = "padding-left:0;padding-right:0;" if spacing and spacing.group(1).split()[0] in ("0em", "0") else ""
 
     def row(r: re.Match[str]) -> str:
-        index = iter(range(10_000))
+        column = itertools.count()
 
         def cell(c: re.Match[str]) -> str:
-            k = next(index)
+            k = next(column)
             align = columns[min(k, len(columns) - 1)]
             return f'<mtd{c.group(1)} style="text-align:{align};{pad}">'
 
@@ -260,10 +264,6 @@ span.math > math {
 """
 
 
-def _pages(outdir: Path) -> list[Path]:
-    return [p for p in sorted(outdir.rglob("*.html")) if not SKIP_DIRS & set(p.relative_to(outdir).parts)]
-
-
 def _finished(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html" or app.builder.name not in ("html", "dirhtml"):
         return
@@ -287,7 +287,7 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
 def rewrite_pages(outdir: Path, node: str, font: Path) -> int:
     """Every page of the build at ``outdir`` with its formulas as MathML; the number of distinct formulas."""
     static = outdir / "_static"
-    texts: dict[Path, str] = {page: page.read_text(encoding="utf-8") for page in _pages(outdir)}
+    texts: dict[Path, str] = {page: page.read_text(encoding="utf-8") for page in html_pages(outdir)}
     items: list[tuple[str, bool]] = []
     index: dict[tuple[str, bool], int] = {}
     for text in texts.values():
