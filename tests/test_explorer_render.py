@@ -68,11 +68,13 @@ def test_spec_holds_each_options_update_and_no_plotly_controls() -> None:
     assert len(_sf().to_plotly_json()["layout"]["updatemenus"][0]["buttons"]) == 3
 
 
-def test_one_panel_per_state_and_only_the_active_one_shown() -> None:
+def test_one_panel_per_state_and_only_the_active_one_in_the_page() -> None:
     html = _sf().to_html()
-    panels = re.findall(r'<div class="attnlib-state" data-state="([\d,]+)"( hidden)?>', html)
-    assert [key for key, _ in panels] == ["0,0", "0,1", "1,0", "1,1", "2,0", "2,1"]
-    assert [key for key, hidden in panels if not hidden] == ["1,0"]  # button 1 active, slider at 0
+    parts = re.fullmatch(r'(.*)<template class="attnlib-more">(.*?)</template>(.*)', html, re.S)
+    page, more = parts.group(1, 2)
+    panel = r'<div class="attnlib-state" data-state="([\d,]+)">'
+    assert re.findall(panel, page) == ["1,0"]  # button 1 active, slider at 0; the others are inert
+    assert re.findall(panel, more) == ["0,0", "0,1", "1,1", "2,0", "2,1"]
     assert html.count('<th scope="row">b</th><td>0.75</td>') == 6
     assert '<p class="attnlib-live" role="status" aria-live="polite" aria-atomic="true"' in html
     assert "<summary>The numbers of this view</summary>" in html
@@ -85,7 +87,7 @@ def test_output_is_deterministic_offline_and_escaped() -> None:
     assert html == _sf(states=states).to_html()
     assert "</script><b>" not in html.split('class="attnlib-spec">')[0]
     assert "a &lt;/script&gt;&lt;b&gt; trick &amp; more" in html
-    assert "<script src" not in html and "https://" not in html and "Plotly.newPlot" not in html
+    assert "<script src" not in html and "https://" not in html and ".newPlot(" not in html
 
 
 def test_spec_cannot_close_its_script_tag() -> None:
@@ -168,3 +170,25 @@ def test_states_need_words() -> None:
 def test_without_states_each_state_names_its_options() -> None:
     html = StaticFigure(_figure(2, 2), div_id="d", caption="c", alt="a").to_html()
     assert '<p class="attnlib-state-summary">Show: q1; step: s0</p>' in html
+
+
+def test_the_book_moves_the_spec_and_the_other_panels_into_a_script(tmp_path) -> None:
+    """book/_ext/offline_book.py: the page keeps the shown panel; the rest loads with the plot."""
+    sys.path.insert(0, str(EXPLORER_JS.parents[2] / "book" / "_ext"))
+    import offline_book
+
+    html = _sf().to_html()
+    body = f"<p>before</p>{html}<p>after</p>"
+    new, moved = offline_book.move_explorer_data(body, tmp_path, "../_static/")
+    (script,) = (tmp_path / "explorers").iterdir()
+    assert f'data-explorer="demo" data-src="../_static/explorers/{script.name}"' in new
+    assert 'class="attnlib-spec"' not in new and "<template" not in new and moved == len(body) - len(new) > 0
+    assert re.findall(r'data-state="([\d,]+)"', new) == ["1,0"] and new.endswith("</figure><p>after</p>")
+    prefix = '(window.attnlibExplorerData=window.attnlibExplorerData||{})["demo"]='
+    text = script.read_text(encoding="utf-8")
+    assert text.startswith(prefix) and text.endswith(";\n")
+    data = json.loads(text[len(prefix):-2])
+    spec = re.search(r'<script type="application/json" class="attnlib-spec">(.*?)</script>', html, re.S)
+    assert data["spec"] == json.loads(spec.group(1))
+    assert data["more"] == re.search(r'<template class="attnlib-more">(.*?)</template>', html, re.S).group(1)
+    assert offline_book.move_explorer_data(new, tmp_path, "../_static/") == (new, 0)  # moved once

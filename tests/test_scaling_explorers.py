@@ -119,7 +119,7 @@ def test_scaling_state_counts(scaling: StaticFigure) -> None:
         assert step.method == "restyle"
         assert step.args[0] == {"visible": [i == k for i in range(len(SCALING_D_KS))]}
     # the page shows the initial state's panel, and only that one
-    page = scaling.to_html()
+    page = scaling.to_html().split('<template class="attnlib-more">')[0]
     shown = re.findall(r'<div class="attnlib-state" data-state="([\d,]+)">', page)
     assert shown == [f"{SCALING_D_KS.index(64)},{len(FACTORS) - 1}"]
 

@@ -6,7 +6,8 @@ notebook it displays as a bundle of two outputs:
 
 * ``text/html``: a ``<figure>`` with native controls (buttons and range inputs a keyboard operates,
   at least 44 px tall, wrapping on a phone), the plot, an ``aria-live`` region that announces each
-  state's numbers in words, each state's text and data tables, the caption, and the figure as JSON.
+  state's numbers in words, the shown state's text and data tables (every other state's in an inert
+  ``<template>``), the caption, and the figure as JSON.
   ``explorer.js`` (served by the book, ``book/_ext/offline_book.py``) draws the plot with plotly.js
   once the figure nears the viewport, so plotly.js never delays the page's first paint, and runs the
   Plotly update a control's option holds. No plotly.js, no MathJax, no CDN in the output itself.
@@ -406,20 +407,29 @@ class StaticFigure:
         return f'<div class="attnlib-controls">{"".join(parts)}</div>' if parts else ""
 
     def _states_html(self) -> str:
-        e, active, parts = html.escape, tuple(c.active for c in self._controls), []
+        """The active state's panel, then every other state's panel in a ``<template>``.
+
+        A template's content is parsed but inert: it is not rendered, styled or laid out, so a figure of
+        60 states costs the page one panel of layout, not 60 (chapter 3: 4,500 elements). ``explorer.js``
+        clones a panel into the page when its state is chosen; the book moves the template and the spec
+        into a script the page loads when the figure nears the viewport (``book/_ext/offline_book.py``).
+        """
+        e, active, shown, more = html.escape, tuple(c.active for c in self._controls), "", []
         for key, state in self.states.items():
-            hidden = "" if key == active else " hidden"
             lines = (f'<pre class="attnlib-state-lines">{e(chr(10).join(state.lines))}</pre>'
                      if state.lines else "")
             tables = "".join(t.to_html() for t in state.tables)
             if tables and self.fig is not None:
                 tables = (f'<details class="attnlib-state-tables"><summary>The numbers of this view'
                           f"</summary>{tables}</details>")
-            parts.append(
-                f'<div class="attnlib-state" data-state="{",".join(map(str, key))}"{hidden}>'
-                f'<p class="attnlib-state-summary">{e(state.summary)}</p>{lines}{tables}</div>'
-            )
-        return f'<div class="attnlib-states">{"".join(parts)}</div>'
+            panel = (f'<div class="attnlib-state" data-state="{",".join(map(str, key))}">'
+                     f'<p class="attnlib-state-summary">{e(state.summary)}</p>{lines}{tables}</div>')
+            if key == active:
+                shown = panel
+            else:
+                more.append(panel)
+        template = f'<template class="attnlib-more">{"".join(more)}</template>' if more else ""
+        return f'<div class="attnlib-states">{shown}{template}</div>'
 
     def _spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = {"controls": [[[m, a] for _, m, a in c.options] for c in self._controls]}

@@ -1,9 +1,12 @@
 /* attnlib explorers: native controls for figures whose every state attnlib computed in Python.
  *
  * Each <figure class="attnlib-explorer"> holds its controls (buttons, range inputs), a plot <div>,
- * one panel per state (text and data tables), an aria-live region and its spec as JSON: the Plotly
- * data and layout, and for each control the Plotly update each option runs. This script only
- * switches between precomputed states; it computes no number.
+ * the panel of the state it shows (text and data tables), an aria-live region and its data: the spec
+ * (the Plotly data and layout, and for each control the Plotly update each option runs) and, in an
+ * inert <template>, the panel of every other state. In a notebook the data are inline; the book moves
+ * them into a script named by the figure's data-src (book/_ext/offline_book.py), loaded when the
+ * figure comes near the viewport or a control is used. This script only switches between
+ * precomputed states; it computes no number.
  *
  * plotly.js is loaded when the first figure comes near the viewport (the book names its copy in
  * data-plotly on the page's explorer.js tag), so it never delays the page's first paint. In Colab the
@@ -16,51 +19,51 @@
     window.attnlibExplorers.scan();
     return;
   }
-  var loading = null;
+  var scripts = {};  // url -> promise of its load
 
-  // The book's copy of plotly.js: named by the page's explorer.js tag (an inline copy has none).
-  function plotlyUrl() {
-    var tag = document.querySelector("script[data-plotly]");
-    return tag ? tag.dataset.plotly : null;
-  }
-
-  function plotly() {
-    if (window.Plotly) return Promise.resolve(window.Plotly);
-    if (!loading) {
-      loading = new Promise(function (resolve, reject) {
-        var url = plotlyUrl();
-        if (!url) {
-          reject(new Error("attnlib explorers: plotly.js is not on this page"));
-          return;
-        }
+  function loadScript(url) {
+    if (!scripts[url]) {
+      scripts[url] = new Promise(function (resolve, reject) {
         var s = document.createElement("script");
         s.src = url;
         s.async = true;
-        s.onload = function () { resolve(window.Plotly); };
+        s.onload = function () { resolve(); };
         s.onerror = function () { reject(new Error("attnlib explorers: could not load " + url)); };
         document.head.appendChild(s);
       });
     }
-    return loading;
+    return scripts[url];
+  }
+
+  // The book's copy of plotly.js: named by the page's explorer.js tag (an inline copy has none).
+  function plotly() {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    var tag = document.querySelector("script[data-plotly]");
+    if (!tag) return Promise.reject(new Error("attnlib explorers: plotly.js is not on this page"));
+    return loadScript(tag.dataset.plotly).then(function () { return window.Plotly; });
   }
 
   function Explorer(figure) {
     this.figure = figure;
-    var specNode = figure.querySelector("script.attnlib-spec");
-    this.spec = JSON.parse(specNode.textContent);
+    this.id = figure.dataset.explorer;
     this.gd = figure.querySelector(".attnlib-plot");
     this.live = figure.querySelector(".attnlib-live");
+    this.panels = figure.querySelector(".attnlib-states");
     this.state = [];
-    this.drawn = [];  // the option of each control the plot shows
+    this.drawn = [];  // the option of each control the plot (or, without a plot, the panel) shows
     this.chain = Promise.resolve();
     var self = this;
-    this.spec.controls.forEach(function (_, c) {
+    var n = 0;
+    figure.querySelectorAll("[data-control]").forEach(function (e) {
+      n = Math.max(n, Number(e.dataset.control) + 1);
+    });
+    for (var c = 0; c < n; c++) {
       var input = figure.querySelector('input[data-control="' + c + '"]');
       var pressed = figure.querySelector('button[data-control="' + c + '"][aria-pressed="true"]');
       var k = input ? Number(input.value) : (pressed ? Number(pressed.dataset.option) : 0);
-      self.state.push(k);
-      self.drawn.push(k);
-    });
+      this.state.push(k);
+      this.drawn.push(k);
+    }
     figure.querySelectorAll("button[data-control]").forEach(function (b) {
       b.addEventListener("click", function () {
         self.select(Number(b.dataset.control), Number(b.dataset.option));
@@ -72,6 +75,39 @@
       });
     });
   }
+
+  // The spec and the template of the other states' panels: inline, or from the figure's data-src.
+  Explorer.prototype.data = function () {
+    if (this.loaded) return this.loaded;
+    var self = this, figure = this.figure, id = this.id;
+    var inline = figure.querySelector("script.attnlib-spec");
+    var found;
+    if (inline) {
+      found = Promise.resolve({spec: JSON.parse(inline.textContent),
+                               more: figure.querySelector("template.attnlib-more")});
+    } else if (figure.dataset.src) {
+      found = loadScript(figure.dataset.src).then(function () {
+        var d = (window.attnlibExplorerData || {})[id];
+        if (!d) throw new Error("attnlib explorers: " + figure.dataset.src + " holds no data for " + id);
+        var more = document.createElement("template");
+        more.innerHTML = d.more;
+        return {spec: d.spec, more: more};
+      });
+    } else {
+      found = Promise.reject(new Error("attnlib explorers: figure " + id + " has no spec"));
+    }
+    this.loaded = found.then(function (d) {
+      self.spec = d.spec;
+      self.more = d.more;
+      return d;
+    });
+    return this.loaded;
+  };
+
+  Explorer.prototype.fail = function (err) {
+    this.figure.classList.add("attnlib-failed");
+    if (window.console) console.error(err);
+  };
 
   Explorer.prototype.select = function (c, k) {
     if (this.state[c] === k) return;
@@ -88,18 +124,31 @@
       var out = input.parentNode.querySelector("output");
       if (out) out.textContent = text;
     }
-    var key = this.state.join(",");
-    var summary = "";
-    figure.querySelectorAll(".attnlib-state").forEach(function (panel) {
-      var on = panel.dataset.state === key;
-      panel.hidden = !on;
-      if (on) {
-        var p = panel.querySelector(".attnlib-state-summary");
-        summary = p ? p.textContent : "";
+    var self = this;
+    this.data().then(function () {
+      self.show();
+      self.sync();
+    }).catch(function (err) { self.fail(err); });
+  };
+
+  // Show the chosen state's panel (cloned from the template the first time) and announce its summary.
+  Explorer.prototype.show = function () {
+    var key = this.state.join(","), panels = this.panels;
+    if (!panels) return;
+    var selector = '.attnlib-state[data-state="' + key + '"]';
+    var panel = panels.querySelector(":scope > " + selector);
+    if (!panel && this.more) {
+      var source = this.more.content.querySelector(selector);
+      if (source) {
+        panel = document.importNode(source, true);
+        panels.insertBefore(panel, this.more.parentNode === panels ? this.more : null);
       }
+    }
+    panels.querySelectorAll(":scope > .attnlib-state").forEach(function (p) {
+      p.hidden = p !== panel;
     });
-    if (this.live) this.live.textContent = summary;
-    this.sync();
+    var summary = panel ? panel.querySelector(".attnlib-state-summary") : null;
+    if (this.live) this.live.textContent = summary ? summary.textContent : "";
   };
 
   Explorer.prototype.optionLabel = function (c, k) {
@@ -139,20 +188,18 @@
     var self = this;
     if (this.ready) return this.ready;
     if (!this.gd) {
-      this.ready = Promise.resolve();
+      this.ready = this.data().then(function () { self.sync(); }).catch(function (err) { self.fail(err); });
       return this.ready;
     }
-    this.ready = plotly().then(function (Plotly) {
-      return Plotly.newPlot(self.gd, self.spec.data, self.spec.layout, self.spec.config);
+    this.ready = Promise.all([this.data(), plotly()]).then(function (got) {
+      var spec = got[0].spec;
+      return got[1].newPlot(self.gd, spec.data, spec.layout, spec.config);
     }).then(function () {
       self.plotted = true;
       self.figure.classList.add("attnlib-drawn");
       self.sync();
       return self.chain;
-    }).catch(function (err) {
-      self.figure.classList.add("attnlib-failed");
-      if (window.console) console.error(err);
-    });
+    }).catch(function (err) { self.fail(err); });
     return this.ready;
   };
 

@@ -35,7 +35,11 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
 from __future__ import annotations
 
 import base64
+import hashlib
+import html as html_lib
 import io
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -212,6 +216,8 @@ def lean_icons(static: Path, pages: list[Path]) -> tuple[int, int] | None:
 # Classes that scripts build from pieces (Bootstrap's "bs-tooltip-" + placement): kept whatever the scan.
 DYNAMIC_CLASS_PREFIXES = ("bs-",)
 _TOKEN = re.compile(r"[A-Za-z_][\w-]*")
+_CLASS_OR_ID_ATTR = re.compile(r"""\s(?:class|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.I)
+_INLINE_SCRIPT = re.compile(r"<script\b[^>]*>(.*?)</script>", re.S | re.I)
 _SEL_CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
 _SEL_ID = re.compile(r"#(-?[_a-zA-Z][\w-]*)")
 _SEL_FUNCTIONAL = re.compile(r":(?:not|is|where|has)\((?:[^()]|\([^()]*\))*\)")
@@ -306,13 +312,47 @@ def purge_css(css: str, tokens: set[str]) -> str:
 
 
 def content_tokens(pages: list[Path], static: Path) -> set[str]:
-    """Every word of the built pages and of the scripts under ``_static`` (class names they may use)."""
+    """The class names and ids the built pages and their scripts can give an element.
+
+    From a page, the words of its ``class`` and ``id`` attributes and every word of its inline
+    ``<script>`` blocks; from the scripts under ``_static`` (not MathJax's), every word, since scripts
+    add classes (Bootstrap's ``show``, the theme's toggles, plotly's own). Prose is not read: a word such
+    as "row" or "table" in the text keeps no rule of Bootstrap's.
+    """
     tokens: set[str] = set()
-    for path in [*pages, *static.rglob("*.js")]:
-        if "mathjax" in path.parts:
-            continue
+    for page in pages:
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for match in _CLASS_OR_ID_ATTR.finditer(text):
+            tokens.update(_TOKEN.findall(next(g for g in match.groups() if g is not None)))
+        for script in _INLINE_SCRIPT.findall(text):
+            tokens.update(_TOKEN.findall(script))
+    for path in loaded_scripts(pages, static):
         tokens.update(_TOKEN.findall(path.read_text(encoding="utf-8", errors="replace")))
     return tokens
+
+
+def loaded_scripts(pages: list[Path], static: Path) -> list[Path]:
+    """The scripts under ``_static`` (not MathJax's) that a page can run.
+
+    A script counts when a page names its file (``<script src>``, ``data-src``, ``data-plotly``) or a
+    script that counts does (a loader). The theme's ``fontawesome.js``, which ``lean_icons`` takes off
+    every page, then adds no words; MathJax draws its own elements with its own styles.
+    """
+    scripts = [p for p in sorted(static.rglob("*.js")) if "mathjax" not in p.parts]
+    texts = [page.read_text(encoding="utf-8", errors="replace") for page in pages]
+    loaded: list[Path] = []
+    while True:
+        found = [p for p in scripts if p not in loaded and any(p.name in text for text in texts)]
+        if not found:
+            return loaded
+        loaded.extend(found)
+        texts = [p.read_text(encoding="utf-8", errors="replace") for p in found]
+
+
+def _purgeable(sheet: Path, static: Path, own: set[str]) -> bool:
+    """True for the theme's and the extensions' stylesheets: not the book's own, vendored or generated."""
+    rel = sheet.relative_to(static).as_posix()
+    return rel not in own and not {"mathjax", "plotly", "vendor", "lean"} & set(sheet.parts)
 
 
 def lean_stylesheets(static: Path, pages: list[Path], own: set[str]) -> tuple[int, int]:
@@ -323,8 +363,7 @@ def lean_stylesheets(static: Path, pages: list[Path], own: set[str]) -> tuple[in
     tokens = content_tokens(pages, static)
     before = after = 0
     for sheet in sorted(static.rglob("*.css")):
-        rel = sheet.relative_to(static).as_posix()
-        if rel in own or {"mathjax", "plotly", "vendor", "lean"} & set(sheet.parts):
+        if not _purgeable(sheet, static, own):
             continue
         css = sheet.read_text(encoding="utf-8")
         if PURGED in css[:300]:
@@ -333,6 +372,379 @@ def lean_stylesheets(static: Path, pages: list[Path], own: set[str]) -> tuple[in
         before, after = before + len(css), after + len(new) + len(PURGED_NOTE)
         sheet.write_text(PURGED_NOTE + new, encoding="utf-8")
     return before, after
+
+
+# ------------------------------------------------------------------------------------ custom properties
+_CUSTOM_PROPERTY = re.compile(r"--[A-Za-z_][\w-]*")
+
+
+def _split_declarations(block: str) -> list[str]:
+    """The declarations of a rule's block (``;`` inside strings, brackets or comments splits nothing)."""
+    parts, depth, start, i, n = [], 0, 0, 0, len(block)
+    while i < n:
+        char = block[i]
+        if block.startswith("/*", i):
+            end = block.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if char in "\"'":
+            j = i + 1
+            while j < n and block[j] != char:
+                j += 2 if block[j] == "\\" else 1
+            i = j + 1
+            continue
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == ";" and depth == 0:
+            parts.append(block[start:i])
+            start = i + 1
+        i += 1
+    parts.append(block[start:])
+    return [p for p in parts if p.strip()]
+
+
+def _definition(declaration: str) -> tuple[str, str] | None:
+    """``("--name", value)`` when ``declaration`` defines a custom property, else None."""
+    name, colon, value = _strip_comments(declaration).partition(":")
+    name = name.strip()
+    return (name, value) if colon and _CUSTOM_PROPERTY.fullmatch(name) else None
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+def _walk_properties(css: str, keep: set[str] | None, defined: list[tuple[str, str]],
+                     mentioned: set[str]) -> str:
+    """Collect (``keep`` None) or drop (``keep`` given) the custom property definitions of ``css``.
+
+    Collecting appends every ``(name, value)`` definition in a style rule to ``defined`` and every other
+    mention of a ``--name`` (at-rule preludes, ``@keyframes``, ``@property``, nested blocks) to
+    ``mentioned``. Dropping returns ``css`` without the definitions whose name is not in ``keep`` and
+    without the rules and ``@media``/``@supports`` blocks that are left empty.
+    """
+    out = []
+    for prelude, block in _css_statements(css):
+        if block is None:
+            out.append(prelude)
+            mentioned.update(_CUSTOM_PROPERTY.findall(prelude))
+        elif prelude.startswith("@") and prelude.split(None, 1)[0].lower() in _NESTING_AT_RULES:
+            mentioned.update(_CUSTOM_PROPERTY.findall(prelude))
+            inner = _walk_properties(block, keep, defined, mentioned)
+            if inner.strip() or keep is None:
+                out.append(f"{prelude}{{{inner}}}")
+        elif prelude.startswith("@") or "{" in block:  # @font-face, @keyframes, @property, nesting: whole
+            mentioned.update(_CUSTOM_PROPERTY.findall(f"{prelude} {block}"))
+            out.append(f"{prelude}{{{block}}}")
+        else:
+            mentioned.update(_CUSTOM_PROPERTY.findall(prelude))
+            kept = []
+            for declaration in _split_declarations(block):
+                found = _definition(declaration)
+                if found is None:
+                    mentioned.update(_CUSTOM_PROPERTY.findall(declaration))
+                elif keep is None:
+                    defined.append(found)
+                if found is None or keep is None or found[0] in keep:
+                    kept.append(declaration)
+            if kept or keep is None:
+                out.append(f"{prelude}{{{';'.join(kept)}}}")
+    return "".join(out)
+
+
+def live_properties(defined: list[tuple[str, str]], mentioned: set[str]) -> set[str]:
+    """The custom properties reachable from ``mentioned``: used, or named by the value of one used.
+
+    A name in ``mentioned`` that ends with ``-`` (``"--bs-" + name`` in a script) keeps every property
+    it begins.
+    """
+    values: dict[str, list[str]] = {}
+    for name, value in defined:
+        values.setdefault(name, []).append(value)
+    prefixes = tuple(m for m in mentioned if m.endswith("-"))
+    live: set[str] = set()
+    todo = [n for n in values if n in mentioned or n.startswith(prefixes)]
+    while todo:
+        name = todo.pop()
+        if name in live:
+            continue
+        live.add(name)
+        for value in values[name]:
+            todo.extend(m for m in _CUSTOM_PROPERTY.findall(value) if m in values and m not in live)
+    return live
+
+
+def prune_custom_properties(sheets: dict[Path, str], mentions: set[str]) -> dict[Path, str]:
+    """``sheets`` without the custom property definitions nothing reads.
+
+    ``mentions`` holds the ``--name`` tokens found outside ``sheets`` (the pages, the scripts and the
+    stylesheets not pruned). A definition stays when its name is mentioned there, or anywhere in
+    ``sheets`` other than as the name of a definition, or in the value of a definition that stays
+    (``--a: var(--b)`` keeps ``--b`` only while ``--a`` stays). Definitions in ``@media``, ``@supports``
+    and in the dark theme's block are treated like any other; ``@property`` and ``@keyframes`` rules stay
+    whole and their names count as mentions.
+    """
+    defined: list[tuple[str, str]] = []
+    mentioned = set(mentions)
+    for css in sheets.values():
+        _walk_properties(css, None, defined, mentioned)
+    live = live_properties(defined, mentioned)
+    return {path: _walk_properties(css, live, [], set()) for path, css in sheets.items()}
+
+
+def lean_custom_properties(static: Path, pages: list[Path], own: set[str]) -> tuple[int, int]:
+    """Drop unread custom property definitions from the purged stylesheets, in place.
+
+    Everything else is read for mentions of ``--name``: the pages (inline ``style=``, scripts), the
+    scripts under ``_static`` (not MathJax's) and the other stylesheets (the book's own, vendored,
+    generated). Returns the bytes before and after over the purged stylesheets.
+    """
+    mentions: set[str] = set()
+    sheets: dict[Path, str] = {}
+    for sheet in sorted(static.rglob("*.css")):
+        text = sheet.read_text(encoding="utf-8", errors="replace")
+        if _purgeable(sheet, static, own):
+            sheets[sheet] = text
+        elif "mathjax" not in sheet.parts:
+            mentions.update(_CUSTOM_PROPERTY.findall(text))
+    for path in [*pages, *static.rglob("*.js")]:
+        if "mathjax" not in path.parts:
+            mentions.update(_CUSTOM_PROPERTY.findall(path.read_text(encoding="utf-8", errors="replace")))
+    before = after = 0
+    notes = {path: PURGED_NOTE if text.startswith(PURGED_NOTE) else "" for path, text in sheets.items()}
+    bodies = {path: text[len(notes[path]):] for path, text in sheets.items()}
+    for path, css in prune_custom_properties(bodies, mentions).items():
+        before, after = before + len(sheets[path]), after + len(notes[path]) + len(css)
+        if notes[path] + css != sheets[path]:
+            path.write_text(notes[path] + css, encoding="utf-8")
+    return before, after
+
+
+# ------------------------------------------------------------------------------------------- bundles
+BUNDLE_DIR = "lean"  # under _static
+BUNDLE_PREFIX = "style-"
+_HEAD = re.compile(r"<head\b.*?</head>", re.S | re.I)
+_LINK_OR_STYLE = re.compile(r"[ \t]*<link\b[^>]*>\n?|<style\b", re.I)
+_ATTRIBUTE = re.compile(r"""([^\s=/>]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
+_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))\s*\)""", re.I)
+_IMPORT = re.compile(r"""@import\s+(?:url\(\s*)?(?:"([^"]*)"|'([^']*)'|([^)"'\s;]+))\s*\)?\s*([^;]*);""",
+                     re.I)
+_CHARSET = re.compile(r"""@charset\s+"[^"]*"\s*;""", re.I)
+_CSS_ESCAPE_TOKEN = re.compile(r"\\(?:[0-9a-fA-F]{1,6}\s?|.|$)", re.S)
+_REMOTE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//|/|#)")
+
+
+class BundleError(ValueError):
+    """A stylesheet that cannot be inlined into a bundle (an ``@import`` of another host, ``layer()``)."""
+
+
+def _attributes(tag: str) -> dict[str, str]:
+    body = re.sub(r"^<link\b|/?>\s*$", "", tag.strip(), flags=re.I)
+    return {m.group(1).lower(): next((g for g in m.groups()[1:] if g is not None), "")
+            for m in _ATTRIBUTE.finditer(body)}
+
+
+def _local_target(href: str) -> str | None:
+    """The path part of a relative ``href`` (no query or fragment), or None for another host or root."""
+    if not href or _REMOTE.match(href):
+        return None
+    return re.split(r"[?#]", href, maxsplit=1)[0] or None
+
+
+def _rebase_urls(css: str, source: Path, bundle_dir: Path) -> str:
+    """``css`` of the file ``source`` with its relative ``url(...)`` made relative to ``bundle_dir``."""
+    def rebase(match: re.Match[str]) -> str:
+        url = next(g for g in match.groups() if g is not None)
+        path = _local_target(url)
+        if path is None:
+            return match.group(0)
+        rest = url[len(path):]
+        target = os.path.relpath(os.path.normpath(source.parent / path), bundle_dir)
+        return f'url("{Path(target).as_posix()}{rest}")'
+
+    return _URL.sub(rebase, css)
+
+
+def sheet_for_bundle(source: Path, bundle_dir: Path, _seen: tuple[Path, ...] = ()) -> str:
+    """The text of the stylesheet ``source`` as it must read inside a bundle in ``bundle_dir``.
+
+    Relative ``url(...)`` are rebased, ``@import`` of a local sheet is replaced by that sheet's text (in
+    ``@media`` when the import names media: browsers ignore an ``@import`` after the first rule, which is
+    where it would land in a concatenation), ``@charset`` goes (the bundle declares its own), and the
+    purge note of this module goes; licence comments stay.
+
+    Raises
+    ------
+    BundleError
+        For an ``@import`` of another host, of a missing file, with ``layer``/``supports()``, or circular.
+    """
+    if source in _seen:
+        raise BundleError(f"{source} imports itself through {' -> '.join(p.name for p in _seen)}")
+    css = source.read_text(encoding="utf-8").replace(PURGED_NOTE, "")
+    css = _CHARSET.sub("", css)
+    out, last = [], 0
+    for match in _IMPORT.finditer(css):
+        url = next(g for g in match.groups()[:3] if g is not None)
+        condition = match.group(4).strip()
+        path = _local_target(url)
+        if path is None or not (source.parent / path).is_file():
+            raise BundleError(f"{source.name}: @import {url!r} is not a file of this build")
+        if re.match(r"(?:layer|supports)\b", condition, re.I):
+            raise BundleError(f"{source.name}: @import {url!r} {condition} cannot be inlined")
+        inner = sheet_for_bundle((source.parent / path).resolve(), bundle_dir, (*_seen, source))
+        out.append(_rebase_urls(css[last:match.start()], source, bundle_dir))
+        out.append(f"@media {condition}{{{inner}}}" if condition else inner)
+        last = match.end()
+    out.append(_rebase_urls(css[last:], source, bundle_dir))
+    return "".join(out)
+
+
+def minify_css(css: str) -> str:
+    """``css`` without comments (licence comments ``/*! ... */`` stay) and the whitespace it need not have.
+
+    Whitespace runs become one space, and none is kept beside ``{ } ; ,``; strings and escapes (``\\f0c9 ``)
+    are copied as they are, and a ``;`` before ``}`` goes. The rules and their order do not change.
+    """
+    out: list[str] = []
+    i, n, space = 0, len(css), False
+    while i < n:
+        if css.startswith("/*", i):
+            end = css.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            licence = css.startswith("/*!", i)
+            if licence:
+                out.append(css[i:end])
+            space, i = not licence, end  # a dropped comment still separates what it stood between
+            continue
+        char = css[i]
+        if char.isspace():
+            space, i = True, i + 1
+            continue
+        if char in "\"'":
+            j = i + 1
+            while j < n and css[j] != char:
+                j += 2 if css[j] == "\\" else 1
+            token = css[i : j + 1]
+        elif char == "\\":
+            token = _CSS_ESCAPE_TOKEN.match(css, i).group(0)  # type: ignore[union-attr]
+        else:
+            token = char
+        if space and out and out[-1][-1] not in "{};," and token not in "{};," and not out[-1].endswith("*/"):
+            out.append(" ")
+        if token == "}" and out and out[-1] == ";":
+            out.pop()
+        out.append(token)
+        space, i = False, i + len(token)
+    return "".join(out)
+
+
+def bundle_css(sources: list[tuple[Path, str]], bundle_dir: Path) -> str:
+    """One stylesheet with the rules of ``sources`` (``(path, media)``) in their order, minified."""
+    parts = []
+    for path, media in sources:
+        text = minify_css(sheet_for_bundle(path, bundle_dir))
+        parts.append(f"@media {media}{{{text}}}" if media else text)
+    names = ", ".join(Path(os.path.relpath(path, bundle_dir.parent)).as_posix() for path, _ in sources)
+    css = f"/* lean_pages (book/_ext/lean_pages.py): {names} */\n" + "\n".join(parts) + "\n"
+    return ('@charset "UTF-8";\n' + css) if not css.isascii() else css
+
+
+def _stylesheet_runs(head: str, page_dir: Path, static: Path) -> list[list[tuple[re.Match[str], Path, str]]]:
+    """The page's local stylesheet links in runs that can become one link each.
+
+    A run ends at a ``<style>`` element or at a stylesheet that stays a link of its own (another host,
+    ``title``/alternate, ``disabled``, ``integrity``, outside ``_static``): merging across it would
+    change the cascade.
+    """
+    runs: list[list[tuple[re.Match[str], Path, str]]] = [[]]
+    for match in _LINK_OR_STYLE.finditer(head):
+        if match.group(0).lower().startswith("<style"):
+            runs.append([])
+            continue
+        attributes = _attributes(match.group(0))
+        if "stylesheet" not in attributes.get("rel", "").lower().split():
+            continue
+        path = _local_target(attributes.get("href", ""))
+        file = (page_dir / path).resolve() if path else None
+        plain = not {"title", "disabled", "integrity", "crossorigin"} & attributes.keys()
+        if (file is None or not plain or "alternate" in attributes["rel"].lower()
+                or not file.is_file() or static.resolve() not in file.parents):
+            runs.append([])
+            continue
+        media = attributes.get("media", "").strip()
+        runs[-1].append((match, file, "" if media.lower() in ("", "all") else media))
+    return [run for run in runs if run]
+
+
+def bundle_stylesheets(outdir: Path, pages: list[Path], sizes: dict[Path, int] | None = None
+                       ) -> tuple[int, int, int, int]:
+    """Give every page one stylesheet: its ``<head>``'s local stylesheets concatenated, in order.
+
+    Each distinct list of stylesheets becomes ``_static/lean/style-<hash>.css`` (the hash of its
+    content, so a changed bundle gets a new name and no cache serves the old one), linked where the
+    first of the list was. The sheets stay on disk. Returns ``(bundles, pages changed, bytes before,
+    bytes after)`` for the largest bundle; bytes before are the linked files' ``sizes`` (their sizes on
+    disk when not given).
+    """
+    static = outdir / "_static"
+    bundle_dir = static / BUNDLE_DIR
+    bundles: dict[tuple[tuple[Path, str], ...], str | None] = {}
+    changed, largest = 0, (0, 0)
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        head = _HEAD.search(html)
+        if head is None:
+            continue
+        new_head, last = [], 0
+        for run in _stylesheet_runs(head.group(0), page.parent, static):
+            key = tuple((path, media) for _, path, media in run)
+            if key not in bundles:
+                try:
+                    css = bundle_css(list(key), bundle_dir)
+                except BundleError as error:
+                    logger.warning("[lean_pages] %s keeps its stylesheets: %s", page.name, error)
+                    bundles[key] = None
+                    continue
+                name = f"{BUNDLE_PREFIX}{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
+                bundle_dir.mkdir(parents=True, exist_ok=True)
+                (bundle_dir / name).write_text(css, encoding="utf-8")
+                bundles[key] = name
+                before = sum((sizes or {}).get(p) or p.stat().st_size for p in _with_imports(key))
+                largest = max(largest, (before, len(css.encode("utf-8"))), key=lambda pair: pair[1])
+            if bundles[key] is None:
+                continue
+            first = run[0][0]
+            indent = re.match(r"[ \t]*", first.group(0)).group(0)  # type: ignore[union-attr]
+            href = Path(os.path.relpath(bundle_dir / bundles[key], page.parent)).as_posix()
+            new_head.append(head.group(0)[last:first.start()])
+            new_head.append(f'{indent}<link rel="stylesheet" href="{href}" />\n')
+            last = first.end()
+            for match, _, _ in run[1:]:
+                new_head.append(head.group(0)[last:match.start()])
+                last = match.end()
+        if new_head:
+            new_head.append(head.group(0)[last:])
+            page.write_text(html[:head.start()] + "".join(new_head) + html[head.end():], encoding="utf-8")
+            changed += 1
+    return sum(name is not None for name in bundles.values()), changed, *largest
+
+
+def _with_imports(key: tuple[tuple[Path, str], ...]) -> list[Path]:
+    """The files of a bundle's sheets and of the local sheets they ``@import``."""
+    files: list[Path] = []
+    todo = [path for path, _ in key]
+    while todo:
+        path = todo.pop(0)
+        if path in files:
+            continue
+        files.append(path)
+        for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+            target = _local_target(next(g for g in match.groups()[:3] if g is not None))
+            if target and (path.parent / target).is_file():
+                todo.append((path.parent / target).resolve())
+    return files
 
 
 # ------------------------------------------------------------------------------------------------ code
@@ -404,6 +816,113 @@ def _root_redirect(outdir: Path, app: Sphinx) -> None:
     )
 
 
+# ------------------------------------------------------------------------------------------ tab stops
+# pydata-sphinx-theme gives each code block and output that scrolls sideways a tab stop in one pass at
+# the load event, reading each box's width and writing its tabindex in turn, so that every write made the
+# next read lay the page out again: on chapter 3 (15,000 elements) the longest task of the page, 0.7 s on
+# Lighthouse's phone. book/_static/scroll-stops.js does the same job for the same boxes in short tasks;
+# the theme's pass is taken out of its script here. The theme's other listeners (resize, new nodes)
+# belong to that pass and go with it.
+THEME_JS = "scripts/pydata-sphinx-theme.js"  # under _static/
+TAB_STOPS_MARK = "/* lean_pages: tab stops by scroll-stops.js */"
+_THEME_TAB_STOPS_CALL = re.compile(
+    r'"complete"===document\.readyState\?(\w+)\(\):window\.addEventListener\("load",\1\)')
+
+
+def drop_theme_tab_stops(script: str) -> str | None:
+    """``script`` (the theme's) without its load-time tab-stop pass; None if it has no such pass.
+
+    The pass is recognised by the call at the end of the script and by the function it calls, which
+    must query the theme's list of scrolling boxes (``.pst-scrollable-table-container``).
+    """
+    if TAB_STOPS_MARK in script:
+        return script
+    for call in _THEME_TAB_STOPS_CALL.finditer(script):
+        body = re.search(r"function " + re.escape(call.group(1)) + r"\(\)\{(.{0,400})", script, re.S)
+        if body and ".pst-scrollable-table-container" in body.group(1) and "tabIndex" in body.group(1):
+            return TAB_STOPS_MARK + script[: call.start()] + "void 0" + script[call.end():]
+    return None
+
+
+# ------------------------------------------------------------------------------- scripts after paint
+# A deferred script still downloads beside the page's HTML and stylesheets and runs before the page is
+# shown to be ready; on a slow connection the page's first paint waits for the bandwidth they take
+# (chapter 3: 16 scripts, 170 kB). None of them draws text: they add copy buttons, toggles, the theme's
+# menus, the explorers' controls. So they load after the first paint, in their order (async=false keeps
+# the order), with their attributes; each acts on a document that is already parsed, as a deferred
+# script does (each checks document.readyState, or uses only delegated events).
+_DEFERRED_SCRIPT = re.compile(r'[ \t]*<script (?=[^>]*\bdefer\b)(?=[^>]*\bsrc=)([^>]*)></script>\n?')
+_SCRIPT_ATTRIBUTE = re.compile(r'([\w-]+)(?:="([^"]*)")?')
+AFTER_PAINT_MARK = "/* lean_pages: scripts after the first paint */"
+# Scripts that change the page's layout when they start stay deferred (before the first paint): the
+# toggle button folds solutions and dropdowns; the book theme's script arranges the page's margins.
+KEEP_DEFERRED = ("togglebutton.js", "sphinx-book-theme.js")
+
+
+def scripts_after_first_paint(page: str) -> str:
+    """``page`` with its deferred scripts loaded by one inline script after the first paint."""
+    if AFTER_PAINT_MARK in page:
+        return page
+    scripts = []
+
+    def collect(match: re.Match[str]) -> str:
+        if any(f"/{name}" in match.group(1) for name in KEEP_DEFERRED):
+            return match.group(0)
+        found = _SCRIPT_ATTRIBUTE.findall(match.group(1))
+        attributes = {name: html_lib.unescape(value or "") for name, value in found if name != "defer"}
+        scripts.append(attributes)
+        return ""
+
+    lean = _DEFERRED_SCRIPT.sub(collect, page)
+    if not scripts or "</body>" not in lean:
+        return page
+    listed = json.dumps(scripts, separators=(",", ":")).replace("</", "<\\/")
+    loader = (
+        f"<script>{AFTER_PAINT_MARK}\n"
+        "// window.leanPagesScripts resolves once each has run (or failed to load).\n"
+        "window.leanPagesScripts = new Promise(function (done) {\n"
+        f"  var scripts = {listed};\n"
+        "  function load() {\n"
+        "    var left = scripts.length;\n"
+        "    scripts.forEach(function (attributes) {\n"
+        '      var s = document.createElement("script");\n'
+        "      for (var name in attributes) s.setAttribute(name, attributes[name]);\n"
+        "      s.async = false;\n"
+        "      s.onload = s.onerror = function () { if (--left === 0) done(true); };\n"
+        "      document.head.appendChild(s);\n"
+        "    });\n"
+        "  }\n"
+        "  requestAnimationFrame(function () { setTimeout(load, 0); });\n"
+        "});\n</script>\n"
+    )
+    at = lean.rindex("</body>")
+    return lean[:at] + loader + lean[at:]
+
+
+# ------------------------------------------------------------------------------------------- images
+# The figures of a chapter (PNG at twice their size, 20-60 kB each) are fetched when they come near the
+# viewport, not beside the page's text: Chrome gave the first five of chapter 3 (190 kB, all far below
+# the first screen) medium priority next to the HTML and stylesheets. Sphinx writes each figure's size
+# in its style; as width and height attributes too, it gives the box its aspect ratio before the image
+# arrives (figures.css scales the height with the column), so nothing moves when one does.
+_CONTENT_IMG = re.compile(r'<img (?![^>]*\bloading=)(?=[^>]*\bsrc="[^"]*_images/)([^>]*)>')
+_STYLE_SIZE = re.compile(r'style="width: (\d+)px; height: (\d+)px;"')
+
+
+def lazy_images(page: str) -> str:
+    """``page`` with its figures' images (``_images/``) loaded lazily, decoded off the main thread,
+    with their size as attributes."""
+
+    def lazy(match: re.Match[str]) -> str:
+        attributes = match.group(1)
+        size = _STYLE_SIZE.search(attributes)
+        if size and not re.search(r"\b(width|height)=", attributes):
+            attributes = f'width="{size.group(1)}" height="{size.group(2)}" ' + attributes
+        return f'<img loading="lazy" decoding="async" {attributes}>'
+
+    return _CONTENT_IMG.sub(lazy, page)
+
+
 # -------------------------------------------------------------------------------------------- finished
 def html_pages(outdir: Path) -> list[Path]:
     """The built pages under ``outdir`` (not the copies of sources, images and static files)."""
@@ -434,6 +953,9 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
         new = _SCRIPT_PRELOAD.sub("", new)
         if drop_search and page.relative_to(outdir).as_posix() != "search.html":
             new = _SEARCH_SCRIPTS.sub("", new)
+        if page.relative_to(outdir).as_posix() != "search.html":
+            new = scripts_after_first_paint(new)
+        new = lazy_images(new)
         if new != text:
             page.write_text(new, encoding="utf-8")
     if icons is not None:
@@ -441,7 +963,21 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
     # The book's own stylesheets (html_static_path entries of the project; extensions add absolute ones).
     project_dirs = [Path(app.confdir, e) for e in app.config.html_static_path if not Path(e).is_absolute()]
     own = {p.relative_to(d).as_posix() for d in project_dirs if d.is_dir() for p in d.rglob("*.css")}
+    sizes = {sheet: sheet.stat().st_size for sheet in static.rglob("*.css")}  # before the purge
     logger.info("[lean_pages] stylesheets purged: %d -> %d bytes", *lean_stylesheets(static, pages, own))
+    logger.info("[lean_pages] unread custom properties dropped: %d -> %d bytes",
+                *lean_custom_properties(static, pages, own))
+    logger.info("[lean_pages] %d stylesheet bundles for %d pages; the largest %d -> %d bytes",
+                *bundle_stylesheets(outdir, pages, sizes))
+    theme_js = static / THEME_JS
+    if theme_js.is_file():
+        script = theme_js.read_text(encoding="utf-8")
+        lean = drop_theme_tab_stops(script)
+        if lean is None:
+            logger.warning("[lean_pages] %s has no load-time tab-stop pass that lean_pages recognises: "
+                           "check book/_static/scroll-stops.js against the theme's version", theme_js)
+        elif lean != script:
+            theme_js.write_text(lean, encoding="utf-8")
     favicon = outdir / "favicon.ico"
     if not favicon.is_file():
         write_favicon_ico(favicon)

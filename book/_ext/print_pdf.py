@@ -113,6 +113,16 @@ def bounded(function: str, what: str, seconds: float) -> str:
 }}"""
 
 
+# book/_ext/lean_pages.py loads a page's scripts after its first paint (window.leanPagesScripts resolves
+# once each has run or failed): wait for them before using what they add (explorers, tab stops, toggles).
+SCRIPTS_JS = bounded("() => Promise.resolve(window.leanPagesScripts).then(() => true)",
+                     "loading the page's scripts", 60)
+
+# Two animation frames: what changed before them has been painted.
+FRAMES_JS = bounded(
+    "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
+    "two animation frames", 30)
+
 FONTS_READY_JS = bounded("() => document.fonts.ready.then(() => true)", "loading the page's fonts", 60)
 
 #: The book's stylesheet, whose print rules (hide solutions unless told, keep figures whole, wrap code,
@@ -137,9 +147,11 @@ section.attnlib-pdf-solutions div.solution { display: block !important; break-in
 # Resolves once the page is ready to print: formulas shown, web fonts loaded. The book's formulas are
 # MathML written at build time (book/_ext/mathml_pages.py); a build made without Node.js keeps MathJax's
 # loader (script[data-mathjax], book/_static/lean/math.js, after the first paint): then wait for MathJax
-# to start and to typeset every formula.
+# to start and to typeset every formula. Then wait for book/_static/scroll-stops.js to give every box that
+# scrolls sideways its tab stop (it works in short tasks after the first paint).
 READY_JS = bounded("""
 async () => {
+  await window.leanPagesScripts;  // book/_ext/lean_pages.py: the page's scripts, after its first paint
   if (document.querySelector('.math') !== null && document.querySelector('script[data-mathjax]') !== null) {
     let mj = window.MathJax;
     for (let i = 0; i < 600 && !(mj && mj.startup && mj.startup.promise); i++) {
@@ -152,9 +164,11 @@ async () => {
     await mj.startup.promise;
   }
   await document.fonts.ready;
+  // book/_static/scroll-stops.js: every box that scrolls sideways has become a tab stop
+  if (window.attnlibScrollStops) await window.attnlibScrollStops.settled();
   return true;
 }
-""", "typesetting the page's formulas and loading its fonts", 300)
+""", "typesetting the page's formulas, loading its fonts and setting its tab stops", 300)
 # Explorers draw their plots lazily (near the viewport): draw them all, then wait until each has.
 PLOTLY_DRAWN_JS = """
 () => {
@@ -503,6 +517,7 @@ async def _print_page(context: Any, base_url: str, entry: TocEntry, targets: set
     try:
         await page.emulate_media(media="print")
         await page.goto(f"{base_url}/{entry.rel}", wait_until="load")
+        await page.evaluate(SCRIPTS_JS)
         await page.evaluate(READY_JS)
         await page.wait_for_function(PLOTLY_DRAWN_JS)
         await page.add_style_tag(content=BOOK_CSS.read_text(encoding="utf-8") + PDF_CSS)

@@ -1,48 +1,112 @@
-/* Keyboard access to formulas that scroll sideways.
+/* Keyboard access to boxes that scroll sideways: formulas, code blocks, cell outputs, tables.
  *
- * A formula wider than the text column (on a phone, a few per chapter) scrolls sideways inside its own
- * box (display math: mathml_pages' stylesheet or the theme's CSS; inline math: book/_static/tables.css). A box that scrolls must be
- * reachable by keyboard, or a keyboard user cannot see its right-hand part (WCAG 2.1.1; axe-core's rule
- * scrollable-region-focusable, serious). MathJax's menu is not loaded (_config.yml), so no formula is a
- * tab stop of its own. As the theme does
- * for code blocks and outputs, a formula that overflows becomes a tab stop (tabindex 0), and
- * leaves the tab order again when it fits (a wider window). Checked in the next animation frame after
- * MathJax adds or changes formulas (it may typeset after the first paint, in batches), after fonts
- * load and after each resize. tests/browser/test_accessibility.py runs axe-core at 390 px.
+ * A box whose content is wider than itself scrolls inside the column (on a phone: most code cells, a
+ * few formulas and tables). A box that scrolls must be reachable by keyboard, or a keyboard user cannot
+ * see its right-hand part (WCAG 2.1.1; axe-core's rule scrollable-region-focusable, serious). Such a
+ * box becomes a tab stop (tabindex 0); one that fits is not (tabindex -1, or none for a formula: a
+ * keyboard user tabs to links and controls, not to hundreds of formulas).
+ *
+ * pydata-sphinx-theme does this for code blocks and outputs in one pass at the load event, reading each
+ * box's width and writing its tabindex in turn: each write made the next read lay the page out again,
+ * and on a chapter of 15,000 elements that pass was the page's longest task (0.7 s on Lighthouse's
+ * phone). book/_ext/lean_pages.py removes that pass from the theme's script, and this one does the job
+ * for the theme's boxes and the book's formulas: it reads the widths of a batch of boxes, then writes
+ * their tab stops, in tasks of a few milliseconds, starting after the first paint. It runs again after
+ * fonts load, after a resize, and for boxes added later (an explorer's panels, a widget's output).
+ * tests/browser/test_accessibility.py runs axe-core at 390 px; test_navigation.py counts the stops.
  */
 (function () {
   "use strict";
-  // div.math: display formulas as MathML (book/_ext/mathml_pages.py); mjx-container: a build that kept MathJax.
-  var SELECTOR = 'mjx-container[display="true"], .bd-article div.math, .bd-article span.math';
-  var pending = false;
+  // The theme's boxes (its own list) and the formulas: div.math for display formulas as MathML
+  // (book/_ext/mathml_pages.py), mjx-container for a build that kept MathJax.
+  var THEME = "pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, "
+    + ".pst-scrollable-table-container";
+  var MATH = 'mjx-container[display="true"], .bd-article div.math, .bd-article span.math';
+  var SELECTOR = THEME + ", " + MATH;
+  var BUDGET_MS = 8;  // a task stays under 50 ms on a phone 4-6 times slower than a laptop
+  var queue = [];
+  var queued = new Set();
+  var running = false;
+  var started = false;  // the first pass over the page has been queued
 
-  function update() {
-    pending = false;
-    document.querySelectorAll(SELECTOR).forEach(function (m) {
-      var want = m.scrollWidth > m.clientWidth ? "0" : "-1";
-      if (m.getAttribute("tabindex") !== want) m.setAttribute("tabindex", want);
+  function enqueue(elements) {
+    elements.forEach(function (el) {
+      if (!queued.has(el)) {
+        queued.add(el);
+        queue.push(el);
+      }
     });
+    if (!running && queue.length) {
+      running = true;
+      setTimeout(work, 0);
+    }
   }
 
-  function schedule() {
-    if (!pending) {
-      pending = true;
-      requestAnimationFrame(update);
+  // One task: read the widths of boxes until the budget is spent, then write their tab stops.
+  function work() {
+    var start = performance.now(), batch = [];
+    while (queue.length && (batch.length < 8 || performance.now() - start < BUDGET_MS)) {
+      var el = queue.shift();
+      queued.delete(el);
+      if (!el.isConnected) continue;
+      var wide = el.scrollWidth > el.clientWidth;
+      batch.push([el, wide || (!el.matches(MATH) && el.scrollHeight > el.clientHeight)]);
     }
+    batch.forEach(function (item) {
+      var el = item[0], scrolls = item[1];
+      if (el.matches(MATH)) {
+        if (scrolls) el.setAttribute("tabindex", "0");
+        else if (el.hasAttribute("tabindex")) el.removeAttribute("tabindex");
+      } else if (el.tabIndex !== (scrolls ? 0 : -1)) {
+        el.tabIndex = scrolls ? 0 : -1;
+      }
+    });
+    if (queue.length) setTimeout(work, 0);
+    else running = false;
+  }
+
+  function all() {
+    started = true;
+    enqueue(document.querySelectorAll(SELECTOR));
+  }
+
+  function added(records) {
+    var found = [];
+    records.forEach(function (record) {
+      record.addedNodes.forEach(function (node) {
+        if (node.nodeType !== 1 || node.namespaceURI !== "http://www.w3.org/1999/xhtml") return;
+        if (node.matches(SELECTOR)) found.push(node);
+        node.querySelectorAll(SELECTOR).forEach(function (el) { found.push(el); });
+      });
+    });
+    if (found.length) enqueue(found);
   }
 
   function init() {
     var root = document.getElementById("main-content") || document.body;
     /* Only new elements: our own tabindex changes are attributes and do not come back here. */
-    new MutationObserver(schedule).observe(root, { subtree: true, childList: true });
-    window.addEventListener("resize", schedule);
-    /* MathJax's fonts change the formulas' widths when they arrive, with no change to the DOM. */
-    if (document.fonts) {
-      document.fonts.addEventListener("loadingdone", schedule);
-      document.fonts.ready.then(schedule);
-    }
-    schedule();
+    new MutationObserver(added).observe(root, { subtree: true, childList: true });
+    var resized = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(resized);
+      resized = setTimeout(all, 200);
+    });
+    /* Web fonts change the formulas' widths when they arrive, with no change to the DOM. */
+    if (document.fonts) document.fonts.ready.then(all);
+    requestAnimationFrame(function () { setTimeout(all, 0); });  // after the first paint
   }
+
+  window.attnlibScrollStops = {
+    // Resolves once every box has its tab stop (tests wait for it before they count or run axe).
+    settled: function () {
+      return new Promise(function (resolve) {
+        (function check() {
+          if (started && !running && !queue.length) resolve(true);
+          else setTimeout(check, 20);
+        })();
+      });
+    },
+  };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

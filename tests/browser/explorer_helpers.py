@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from print_pdf import bounded
+from print_pdf import SCRIPTS_JS, bounded
 from test_pages import TIMEOUT_MS, PageLog
 
 PLOTLY_BUNDLE = "/_static/vendor/plotly/plotly-cartesian-4.1.1.min.js"
@@ -52,6 +52,7 @@ def open_page(
         page = context.new_page()
         log.attach(context, page)
         page.goto(f"{base_url}/{path}", wait_until="load")
+        page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
         if missing_hint is not None:
             missing = page.evaluate(PRESENT_JS, list(figure_ids))
             if missing:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
-from print_pdf import READY_JS, bounded
+from print_pdf import FRAMES_JS, READY_JS, bounded
 from test_pages import TIMEOUT_MS, _open
 
 BLOCKING = ("critical", "serious")  # the impacts that fail the test
@@ -77,9 +77,6 @@ OWNERS_JS = """
 })
 """
 
-FRAMES_JS = bounded(
-    "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))",
-    "two animation frames", 30)
 # The theme fades colours when the scheme changes (CSS transitions): axe must see the end colours.
 TRANSITIONS_JS = bounded(
     "() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null)))",

@@ -8,6 +8,7 @@ rendered dark text on a dark background. This test measures the contrast the bro
 from __future__ import annotations
 
 import pytest
+from print_pdf import SCRIPTS_JS
 from wcag import CONTRAST_HELPERS
 
 PAGES = ["book/03_scaling.html", "book/04_worked_examples.html", "book/02_qkv.html"]
@@ -31,6 +32,7 @@ def test_book_html_outputs_have_readable_contrast(
     try:
         page = context.new_page()
         page.goto(f"{base_url}/{page_path}")
+        page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
         page.wait_for_load_state("load")
         found = page.evaluate(CONTRASTS, SELECTORS)
     finally:

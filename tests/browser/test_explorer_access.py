@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import discover_pages
-from print_pdf import bounded
+from print_pdf import SCRIPTS_JS, bounded
 from test_pages import TIMEOUT_MS, PageLog
 from wcag import CONTRAST_HELPERS
 
@@ -75,6 +75,7 @@ def _open(browser: Any, base_url: str, path: str, **context_args: Any) -> tuple[
     page = context.new_page()
     log.attach(context, page)
     page.goto(f"{base_url}/{path}", wait_until="load")
+    page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
     ids = page.evaluate(DRAW_ALL)
     assert ids, f"{path}: no explorer found"
     return context, page, log, ids
@@ -136,8 +137,13 @@ PANEL = """id => { const f = document.querySelector(`figure[data-explorer="${id}
           summary: shown.length ? shown[0].querySelector('.attnlib-state-summary').textContent : '',
           live: f.querySelector('.attnlib-live').textContent, state: ex.state.join(','),
           drawn: ex.drawn.join(','), plotted: !!ex.plotted || !ex.gd,
-          tables: [...f.querySelectorAll('.attnlib-state')]
+          // the panels in the page and those not shown yet (the template explorer.js clones them from)
+          tables: [...f.querySelectorAll('.attnlib-state'),
+                   ...(ex.more ? ex.more.content.querySelectorAll('.attnlib-state') : [])]
             .map(p => p.querySelectorAll('table tr').length)}; }"""
+LOADED = bounded(
+    "id => document.querySelector(`figure[data-explorer=\"${id}\"]`).attnlibExplorer.data().then(() => true)",
+    "loading an explorer's data", 60)
 
 
 def test_explorers_work_by_keyboard_alone(browser: Any, base_url: str, explorer_page: str) -> None:
@@ -147,6 +153,7 @@ def test_explorers_work_by_keyboard_alone(browser: Any, base_url: str, explorer_
             figure = page.locator(f'figure[data-explorer="{did}"]')
             n_controls = figure.evaluate(
                 "f => new Set([...f.querySelectorAll('[data-control]')].map(e => e.dataset.control)).size")
+            assert page.evaluate(LOADED, did)
             panel = page.evaluate(PANEL, did)
             assert all(rows >= 2 for rows in panel["tables"]), (
                 f"{did}: every state needs a data table (rows per state: {panel['tables']})")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from print_pdf import READY_JS
+from print_pdf import READY_JS, SCRIPTS_JS
 
 PAGE = "book/02_qkv.html"
 TIMEOUT_MS = 15_000
@@ -23,6 +23,7 @@ def _open(browser: Any, base_url: str, width: int) -> tuple[Any, Any]:
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     page.goto(f"{base_url}/{PAGE}", wait_until="load")
+    page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
     return context, page
 
 
@@ -98,6 +99,7 @@ def test_formulas_are_not_tab_stops(toc_pages: list[str], browser: Any, base_url
         page = context.new_page()
         for rel in toc_pages:
             page.goto(f"{base_url}/{rel}", wait_until="load")
+            page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
             if not page.locator(".math").count():
                 continue
             page.evaluate(READY_JS)

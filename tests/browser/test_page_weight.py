@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO_ROOT, read_toc
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import FONTS_READY_JS, READY_JS, bounded  # READY_JS: MathJax started, formulas typeset
+from print_pdf import FONTS_READY_JS, READY_JS, SCRIPTS_JS, bounded  # READY_JS: formulas typeset
 
 LIMIT = 1_500_000  # bytes, transferred
 TEXT_TYPES = ("text/", "javascript", "json", "svg", "xml")
@@ -64,6 +64,7 @@ def load_everything(browser: Any, base_url: str, rel: str) -> dict[str, Any]:
         if rel == "index.html":
             page.wait_for_url(lambda url: not url.endswith("/index.html"))
             page.wait_for_load_state("load")
+        page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
         page.evaluate(READY_JS)
         page.evaluate(SCROLL_JS)
         try:
@@ -170,6 +171,7 @@ def test_every_icon_shows(scheme: str, width: int, browser: Any, base_url: str) 
         checked = 0
         for rel in ("book/01_why_attention.html", "book/05_implementation.html"):
             page.goto(f"{base_url}/{rel}", wait_until="load")
+            page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
             page.evaluate(READY_JS)  # formulas typeset: nothing moves between the two screenshots
             page.evaluate(FONTS_READY_JS)
             missing = page.evaluate(GLYPHS_JS)

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import bounded
+from print_pdf import SCRIPTS_JS, bounded
 
 # Generous: chapter 3 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
@@ -168,6 +168,7 @@ def _open(page: Any, base_url: str, rel: str, html: str) -> None:
         target = urljoin(url, redirect.group(1).strip())
         page.wait_for_url(target)
         page.wait_for_load_state("load")
+    page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
     _settle(page)
 
 
@@ -267,6 +268,7 @@ def test_next_button_navigates(toc_pages: list[str], base_url: str, browser: Any
     try:
         page = context.new_page()
         page.goto(f"{base_url}/{first}", wait_until="load")
+        page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
         page.locator("a.right-next").first.click()
         page.wait_for_url(f"{base_url}/{second}")
         assert page.locator("article h1").first.inner_text().strip()

@@ -440,6 +440,7 @@ def test_browser_print_of_a_chapter_shows_no_solution(browser: Any, base_url: st
     try:
         page = context.new_page()
         page.goto(f"{base_url}/{chapter.rel}", wait_until="load")
+        page.evaluate(print_pdf.SCRIPTS_JS)  # the page's scripts load after its first paint
         page.evaluate(print_pdf.READY_JS)
         page.evaluate(BEFOREPRINT_JS)
         # On screen, the toggle extension's print handler has opened every solution: the check can see them.

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import bounded
+from print_pdf import READY_JS, SCRIPTS_JS, bounded
 from wcag import CONTRAST_HELPERS
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
@@ -142,6 +142,7 @@ def _measure_every_page(browser: Any, base_url: str, pages: list[str], options: 
         page = context.new_page()
         for rel in pages:
             page.goto(f"{base_url}/{rel}", wait_until="load")
+            page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
             _settle(page, rel, with_math=not column)
             result = page.evaluate(OVERFLOWS, column)
             measured += 1
@@ -201,7 +202,8 @@ def test_the_models_table_is_an_html_table_that_scrolls_in_its_box(browser: Any,
     try:
         page = context.new_page()
         page.goto(f"{base_url}/book/06_complexity.html", wait_until="load")
-        page.wait_for_timeout(400)  # the theme's tab stops for scrolling boxes are set after a debounce
+        page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
+        page.evaluate(READY_JS)  # book/_static/scroll-stops.js sets the tab stops after the first paint
         tables = page.evaluate(TABLES)
     finally:
         context.close()

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
-from print_pdf import READY_JS
+from print_pdf import READY_JS, SCRIPTS_JS
 from test_pages import TIMEOUT_MS, PageLog
 from wcag import CONTRAST_HELPERS
 
@@ -295,6 +295,7 @@ def _open(
     page = context.new_page()
     log.attach(context, page)
     page.goto(f"{base_url}/{path}", wait_until="load")
+    page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
     page.evaluate(READY_JS)  # formulas shown, fonts loaded
     return context, page, log
 

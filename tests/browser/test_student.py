@@ -98,6 +98,7 @@ def _open(browser: Any, url: str) -> tuple[Any, Any, list[str]]:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(url, wait_until="load")
+    page.evaluate(print_pdf.SCRIPTS_JS)  # the page's scripts load after its first paint
     page.evaluate(print_pdf.READY_JS)
     return context, page, errors
 
