@@ -224,6 +224,14 @@ _SEL_FUNCTIONAL = re.compile(r":(?:not|is|where|has)\((?:[^()]|\([^()]*\))*\)")
 _NESTING_AT_RULES = ("@media", "@supports", "@layer", "@container")
 
 
+def _string_end(text: str, i: int) -> int:
+    """The index just past the CSS string that opens at ``text[i]`` (a quote; escapes skipped)."""
+    j = i + 1
+    while j < len(text) and text[j] != text[i]:
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
 def _css_statements(css: str) -> list[tuple[str, str | None]]:
     """Top-level statements of ``css`` as ``(prelude, block)``; ``block`` is None for ``@import ...;``
     and for preserved ``/*! ... */`` licence comments (other comments are dropped)."""
@@ -242,10 +250,7 @@ def _css_statements(css: str) -> list[tuple[str, str | None]]:
             i = end
             continue
         if char in "\"'":
-            j = i + 1
-            while j < n and css[j] != char:
-                j += 2 if css[j] == "\\" else 1
-            i = j + 1
+            i = _string_end(css, i)
             continue
         if char == "{":
             if depth == 0:
@@ -388,10 +393,7 @@ def _split_declarations(block: str) -> list[str]:
             i = n if end < 0 else end + 2
             continue
         if char in "\"'":
-            j = i + 1
-            while j < n and block[j] != char:
-                j += 2 if block[j] == "\\" else 1
-            i = j + 1
+            i = _string_end(block, i)
             continue
         if char in "([":
             depth += 1
