@@ -1,4 +1,5 @@
-"""book/_ext/lean_pages.py: the stylesheets of the built book (purge, unread custom properties, one bundle).
+"""book/_ext/lean_styles.py (the stylesheets: purge, unread custom properties, one bundle) and lean_pages.py
+(the theme's tab-stop pass, scripts after the first paint, lazy figures).
 
 Each test builds a small ``_static`` tree and pages in ``tmp_path`` and runs the extension's functions on
 them, as its build-finished step does on the real book.
@@ -15,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import lean_pages as lp  # noqa: E402  (a local Sphinx extension, not a package)
+import lean_pages as lp  # noqa: E402  (local Sphinx extensions, not a package)
+import lean_styles as ls  # noqa: E402
 
 
 def _write(path: Path, text: str) -> Path:
@@ -44,10 +46,10 @@ def site(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_purge_keeps_classes_of_attributes_and_scripts_and_drops_prose_words(site: tuple[Path, Path]) -> None:
     outdir, static = site
-    tokens = lp.content_tokens(lp.html_pages(outdir), static)
+    tokens = ls.content_tokens(lp.html_pages(outdir), static)
     css = (".note{a:1}#main{b:2}.collapsing{c:3}.inline-added{d:4}.row{e:5}.table>td{f:6}.active{g:7}"
            ".orphan{h:8}.bs-tooltip-top{i:9}p{j:10}.note,.col{k:11}")
-    purged = lp.purge_css(css, tokens)
+    purged = ls.purge_css(css, tokens)
     for kept in (".note{a:1}", "#main{b:2}", ".collapsing{c:3}", ".inline-added{d:4}", ".bs-tooltip-top{i:9}",
                  "p{j:10}", ".note{k:11}"):
         assert kept in purged, (kept, purged)
@@ -63,7 +65,7 @@ def test_loaded_scripts_follow_pages_and_loaders(tmp_path: Path) -> None:
     _write(static / "mathjax" / "tex.js", "z")
     page = _write(tmp_path / "p.html", _page("", scripts='<script src="_static/loader.js"></script>'
                                                         '<script src="_static/mathjax/tex.js"></script>'))
-    assert lp.loaded_scripts([page], static) == [loader, late]
+    assert ls.loaded_scripts([page], static) == [loader, late]
 
 
 # ------------------------------------------------------------------------------ custom properties
@@ -71,7 +73,7 @@ def test_unread_custom_properties_go_with_their_chains() -> None:
     css = (":root{--used:1px;--unused:2px;--chain-a:var(--chain-b);--chain-b:red;--read-a:var(--read-b);"
            "--read-b:blue;--cycle-a:var(--cycle-b);--cycle-b:var(--cycle-a)}"
            ".x{width:var(--used);color:var(--read-a)}")
-    out = lp.prune_custom_properties({Path("a.css"): css}, set())[Path("a.css")]
+    out = ls.prune_custom_properties({Path("a.css"): css}, set())[Path("a.css")]
     assert out == (":root{--used:1px;--read-a:var(--read-b);--read-b:blue}"
                    ".x{width:var(--used);color:var(--read-a)}")
 
@@ -85,7 +87,7 @@ def test_custom_properties_in_media_and_dark_blocks() -> None:
            ":root{--registered:1px}"
            "@keyframes k{to{width:var(--in-keyframes)}}:root{--in-keyframes:3px}"
            "body{color:var(--fg)}")
-    out = lp.prune_custom_properties({Path("a.css"): css}, set())[Path("a.css")]
+    out = ls.prune_custom_properties({Path("a.css"): css}, set())[Path("a.css")]
     assert "html[data-theme=light]{--fg:#000}html[data-theme=dark]{--fg:#fff}" in out
     assert "@media (prefers-color-scheme:dark){html:not([data-theme]){--fg:#fff}}" in out
     assert "--gone" not in out and "--only-here" not in out and "max-width:10px" not in out, out
@@ -101,16 +103,16 @@ def test_custom_properties_read_elsewhere_stay(tmp_path: Path) -> None:
     _write(static / "t.js", 'style.setProperty("--by-script", 1); get("--by-prefix-" + name)')
     page = _write(tmp_path / "p.html", _page('<div style="width:var(--by-page)"></div>',
                                               scripts='<script src="_static/t.js"></script>'))
-    before, after = lp.lean_custom_properties(static, [page], {"own.css"})
+    before, after = ls.lean_custom_properties(static, [page], {"own.css"})
     assert theme.read_text(encoding="utf-8") == ":root{--by-script:1;--by-page:2;--by-own:3;--by-prefix-x:4}"
     assert after == before - len(";--none:5")
 
 
 def test_purge_note_survives_pruning(tmp_path: Path) -> None:
     static = tmp_path / "_static"
-    theme = _write(static / "theme.css", lp.PURGED_NOTE + ":root{--a:1;--b:2}.x{width:var(--a)}")
-    lp.lean_custom_properties(static, [], set())
-    assert theme.read_text(encoding="utf-8") == lp.PURGED_NOTE + ":root{--a:1}.x{width:var(--a)}"
+    theme = _write(static / "theme.css", ls.PURGED_NOTE + ":root{--a:1;--b:2}.x{width:var(--a)}")
+    ls.lean_custom_properties(static, [], set())
+    assert theme.read_text(encoding="utf-8") == ls.PURGED_NOTE + ":root{--a:1}.x{width:var(--a)}"
 
 
 # ------------------------------------------------------------------------------------------ bundles
@@ -144,7 +146,7 @@ def _bundle_href(page: Path) -> str:
 
 def test_every_page_links_one_bundle_in_place_of_its_sheets(book: Path) -> None:
     pages = lp.html_pages(book)
-    count, changed, before, after = lp.bundle_stylesheets(book, pages)
+    count, changed, before, after = ls.bundle_stylesheets(book, pages)
     assert (count, changed) == (2, 3)
     a, q, search = (book / "book" / "a.html", book / "book" / "q.html", book / "search.html")
     for page in (a, q, search):
@@ -166,7 +168,7 @@ def test_every_page_links_one_bundle_in_place_of_its_sheets(book: Path) -> None:
 
 
 def test_bundle_keeps_order_rebases_urls_and_inlines_imports(book: Path) -> None:
-    lp.bundle_stylesheets(book, lp.html_pages(book))
+    ls.bundle_stylesheets(book, lp.html_pages(book))
     page = book / "book" / "q.html"
     css = (page.parent / _bundle_href(page)).read_text(encoding="utf-8")
     assert css.startswith('@charset "UTF-8";\n'), "non-ASCII content: the charset comes first, once"
@@ -184,15 +186,15 @@ def test_bundle_wraps_media_and_refuses_what_it_cannot_inline(tmp_path: Path) ->
     static = tmp_path / "_static"
     a = _write(static / "a.css", "@import url('b.css') screen;\n.a{x:1}")
     _write(static / "b.css", ".b{y:2}")
-    assert ".a" in lp.bundle_css([(a, "")], static / "lean")
-    assert "@media screen{.b{y:2}}.a{x:1}" in lp.bundle_css([(a, "")], static / "lean")
-    assert "@media print{" in lp.bundle_css([(a, "print")], static / "lean")
+    assert ".a" in ls.bundle_css([(a, "")], static / "lean")
+    assert "@media screen{.b{y:2}}.a{x:1}" in ls.bundle_css([(a, "")], static / "lean")
+    assert "@media print{" in ls.bundle_css([(a, "print")], static / "lean")
     remote = _write(static / "r.css", '@import "https://example.org/x.css";\n.r{z:3}')
-    with pytest.raises(lp.BundleError, match=r"r\.css: @import 'https://example\.org/x\.css' is not a file"):
-        lp.bundle_css([(remote, "")], static / "lean")
+    with pytest.raises(ls.BundleError, match=r"r\.css: @import 'https://example\.org/x\.css' is not a file"):
+        ls.bundle_css([(remote, "")], static / "lean")
     loop = _write(static / "loop.css", '@import "loop.css";')
-    with pytest.raises(lp.BundleError, match="imports itself"):
-        lp.bundle_css([(loop, "")], static / "lean")
+    with pytest.raises(ls.BundleError, match="imports itself"):
+        ls.bundle_css([(loop, "")], static / "lean")
 
 
 def test_links_that_must_stay_split_the_bundle(tmp_path: Path) -> None:
@@ -204,7 +206,7 @@ def test_links_that_must_stay_split_the_bundle(tmp_path: Path) -> None:
             '<link rel="stylesheet" href="_static/c.css" />\n<style>.inline{}</style>\n'
             '<link rel="stylesheet" href="_static/d.css" media="print" />\n')
     page = _write(tmp_path / "p.html", _page("", head=head))
-    lp.bundle_stylesheets(tmp_path, [page])
+    ls.bundle_stylesheets(tmp_path, [page])
     links = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page.read_text(encoding="utf-8"))
     assert len(links) == 4 and links[1] == "https://cdn.example.org/x.css", links
     bundles = [(tmp_path / link).read_text(encoding="utf-8") for link in links if "lean/style-" in link]
@@ -215,8 +217,8 @@ def test_links_that_must_stay_split_the_bundle(tmp_path: Path) -> None:
 def test_minify_keeps_strings_escapes_and_licences() -> None:
     css = ('/*! licence */\n/* note */\na , b  >  c:hover {\n  content: "  ;}  " ;\n'
            "  w: calc(1px + 2px) ;\n}\nx/* a comment separates */y{}")
-    assert lp.minify_css(css) == '/*! licence */a,b > c:hover{content: "  ;}  ";w: calc(1px + 2px)}x y{}'
-    assert lp.minify_css(".i:before{content:\\f0c9 }\n.a\\ b { }") == ".i:before{content:\\f0c9 }.a\\ b{}"
+    assert ls.minify_css(css) == '/*! licence */a,b > c:hover{content: "  ;}  ";w: calc(1px + 2px)}x y{}'
+    assert ls.minify_css(".i:before{content:\\f0c9 }\n.a\\ b { }") == ".i:before{content:\\f0c9 }.a\\ b{}"
 
 
 # ---------------------------------------------------------- the theme's tab-stop pass, scripts, images
