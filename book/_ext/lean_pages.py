@@ -48,7 +48,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lean_styles import bundle_stylesheets, lean_custom_properties, lean_stylesheets  # a sibling module
+from lean_styles import (  # a sibling module
+    bundle_stylesheets,
+    lean_custom_properties,
+    lean_stylesheets,
+    tag_attributes,
+)
 from sphinx.application import Sphinx
 from sphinx.builders.html._assets import _JavaScript
 from sphinx.errors import ConfigError
@@ -319,7 +324,6 @@ def drop_theme_tab_stops(script: str) -> str | None:
 # the order), with their attributes; each acts on a document that is already parsed, as a deferred
 # script does (each checks document.readyState, or uses only delegated events).
 _DEFERRED_SCRIPT = re.compile(r'[ \t]*<script (?=[^>]*\bdefer\b)(?=[^>]*\bsrc=)([^>]*)></script>\n?')
-_SCRIPT_ATTRIBUTE = re.compile(r'([\w-]+)(?:="([^"]*)")?')
 AFTER_PAINT_MARK = "/* lean_pages: scripts after the first paint */"
 # Scripts that change the page's layout when they start stay deferred (before the first paint): the
 # toggle button folds solutions and dropdowns; the book theme's script arranges the page's margins.
@@ -335,8 +339,8 @@ def scripts_after_first_paint(page: str) -> str:
     def collect(match: re.Match[str]) -> str:
         if any(f"/{name}" in match.group(1) for name in KEEP_DEFERRED):
             return match.group(0)
-        found = _SCRIPT_ATTRIBUTE.findall(match.group(1))
-        attributes = {name: html_lib.unescape(value or "") for name, value in found if name != "defer"}
+        found = tag_attributes(match.group(1))
+        attributes = {name: html_lib.unescape(value) for name, value in found.items() if name != "defer"}
         scripts.append(attributes)
         return ""
 

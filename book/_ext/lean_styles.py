@@ -362,7 +362,8 @@ class BundleError(ValueError):
     """A stylesheet that cannot be inlined into a bundle (an ``@import`` of another host, ``layer()``)."""
 
 
-def _attributes(tag: str) -> dict[str, str]:
+def tag_attributes(tag: str) -> dict[str, str]:
+    """The attributes of an HTML start tag (or of its attribute text), names lower-cased, as written."""
     body = re.sub(r"^<link\b|/?>\s*$", "", tag.strip(), flags=re.I)
     return {m.group(1).lower(): next((g for g in m.groups()[1:] if g is not None), "")
             for m in _ATTRIBUTE.finditer(body)}
@@ -485,7 +486,7 @@ def _stylesheet_runs(head: str, page_dir: Path, static: Path) -> list[list[tuple
         if match.group(0).lower().startswith("<style"):
             runs.append([])
             continue
-        attributes = _attributes(match.group(0))
+        attributes = tag_attributes(match.group(0))
         if "stylesheet" not in attributes.get("rel", "").lower().split():
             continue
         path = _local_target(attributes.get("href", ""))
