@@ -24,7 +24,9 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
 * **Tab stops.** The theme's load-time pass that makes scrolling code blocks tab stops is taken out of
   its script; ``book/_static/scroll-stops.js`` does the same job in short tasks (see there).
 * **Stylesheets.** ``lean_styles``: purged to the rules the pages can match, unread custom properties
-  dropped, one bundle per page. The Python code cells lose Pygments' spans around names and
+  dropped, one bundle per page; then ``critical_styles`` splits each page's bundle into the rules its
+  first paint needs (render-blocking), its print rules and the rules only its scripts need (loaded by the
+  script loader before the scripts). The Python code cells lose Pygments' spans around names and
   punctuation, which the styles colour like the block itself (a fifth of a chapter's HTML).
 * **Figures.** Their images load lazily, with their size as attributes (nothing moves when one arrives).
 * **MathJax.** The ``<script>`` of ``mathjax_path`` is replaced by ``_static/lean/math.js`` (from
@@ -48,6 +50,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from critical_styles import split_critical  # a sibling module
 from lean_styles import (  # a sibling module
     bundle_stylesheets,
     lean_custom_properties,
@@ -351,8 +354,18 @@ def scripts_after_first_paint(page: str) -> str:
     loader = (
         f"<script>{AFTER_PAINT_MARK}\n"
         "// window.leanPagesScripts resolves once each has run (or failed to load).\n"
+        "// First the rules only scripts need (critical_styles: the page links its first-paint rules).\n"
         "window.leanPagesScripts = new Promise(function (done) {\n"
         f"  var scripts = {listed};\n"
+        "  function styles(then) {\n"
+        '    var critical = document.querySelector("link[data-lean-late]");\n'
+        "    if (!critical) return then();\n"
+        '    var link = document.createElement("link");\n'
+        '    link.rel = "stylesheet";\n'
+        '    link.href = critical.getAttribute("data-lean-late");\n'
+        "    link.onload = link.onerror = then;\n"
+        "    critical.before(link);  // its rules before the critical ones, as they stood in the bundle\n"
+        "  }\n"
         "  function load() {\n"
         "    var left = scripts.length;\n"
         "    scripts.forEach(function (attributes) {\n"
@@ -363,7 +376,7 @@ def scripts_after_first_paint(page: str) -> str:
         "      document.head.appendChild(s);\n"
         "    });\n"
         "  }\n"
-        "  requestAnimationFrame(function () { setTimeout(load, 0); });\n"
+        "  requestAnimationFrame(function () { setTimeout(function () { styles(load); }, 0); });\n"
         "});\n</script>\n"
     )
     at = lean.rindex("</body>")
@@ -440,6 +453,9 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
                 *lean_custom_properties(static, pages, own))
     logger.info("[lean_pages] %d stylesheet bundles for %d pages; the largest %d -> %d bytes",
                 *bundle_stylesheets(outdir, pages, sizes))
+    logger.info("[lean_pages] %d pages link their first-paint rules, the rest after it; the largest bundle "
+                "%d bytes: critical sheet %d bytes, late %d, print %d",
+                *split_critical(outdir, pages, AFTER_PAINT_MARK))
     theme_js = static / THEME_JS
     if theme_js.is_file():
         script = theme_js.read_text(encoding="utf-8")
