@@ -116,6 +116,40 @@ def check_qkv(Q: Any, K: Any, V: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return Q, K, V, batch
 
 
+def repeat_kv_heads(Q: Any, K: Any, V: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Grouped-query attention as PyTorch's ``enable_gqa=True``: K and V with fewer heads than Q.
+
+    ``Q`` is ``(..., n_heads, n_q, d_k)``, ``K`` and ``V`` are ``(..., n_kv_heads, n_k, ·)`` with
+    ``n_heads`` a multiple of ``n_kv_heads``; each key/value head is repeated for its group of
+    ``n_heads // n_kv_heads`` consecutive query heads (``torch.repeat_interleave`` on axis -3).
+    """
+    Q = as_float_array(Q, "Q")
+    K = as_float_array(K, "K")
+    V = as_float_array(V, "V")
+    for name, arr in (("Q", Q), ("K", K), ("V", V)):
+        if arr.ndim < 3:
+            raise ValueError(
+                f"enable_gqa=True needs a head axis: {name} must be (..., n_heads, n, d); "
+                f"got shape {arr.shape}"
+            )
+    n_heads, n_kv = Q.shape[-3], K.shape[-3]
+    if V.shape[-3] != n_kv:
+        raise ValueError(
+            f"V has {V.shape[-3]} heads but K has {n_kv} (with enable_gqa=True they share their heads; "
+            f"K {K.shape}, V {V.shape})"
+        )
+    if n_kv == 0 or n_heads % n_kv:
+        raise ValueError(
+            f"with enable_gqa=True the {n_heads} query heads must be a multiple of the {n_kv} key/value "
+            f"heads (axis -3; Q {Q.shape}, K {K.shape})"
+        )
+    group = n_heads // n_kv
+    if group > 1:
+        K = np.repeat(K, group, axis=-3)  # (..., n_heads, n_k, d_k)
+        V = np.repeat(V, group, axis=-3)  # (..., n_heads, n_k, d_v)
+    return Q, K, V
+
+
 def check_rng(rng: Any) -> np.random.Generator:
     """Return ``rng`` if it is a ``numpy.random.Generator``; randomness enters only this way."""
     if not isinstance(rng, np.random.Generator):

@@ -216,6 +216,7 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: float | None = None,
     return_weights: bool = False,
+    enable_gqa: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``softmax(Q Kᵀ · scale + mask) V`` with PyTorch's conventions.
 
@@ -238,6 +239,12 @@ def scaled_dot_product_attention(
         Factor applied to ``Q Kᵀ``; ``None`` means ``1 / √d_k``.
     return_weights : bool
         Also return the attention weights.
+    enable_gqa : bool
+        Grouped-query attention, as PyTorch's ``enable_gqa``: ``Q`` is
+        ``(..., n_heads, n_q, d_k)`` and ``K``, ``V`` may have fewer heads,
+        ``(..., n_kv_heads, n_k, ·)``, with ``n_heads`` a multiple of
+        ``n_kv_heads``; key/value head ``j`` serves the query heads
+        ``j·g … (j+1)·g − 1``, ``g = n_heads // n_kv_heads``.
 
     Returns
     -------
@@ -254,8 +261,10 @@ def scaled_dot_product_attention(
     ValueError
         Shapes that do not fit (each message names the arrays and their
         shapes), empty sequences, NaN or infinite inputs, a non-positive or
-        non-finite ``scale``, ``is_causal`` together with ``attn_mask``, or
-        scores ``Q Kᵀ · scale`` that overflow the dtype (to +inf or to -inf).
+        non-finite ``scale``, ``is_causal`` together with ``attn_mask``,
+        scores ``Q Kᵀ · scale`` that overflow the dtype (to +inf or to -inf),
+        or, with ``enable_gqa``, inputs without a head axis or query heads
+        that are not a multiple of the key/value heads.
 
     Notes
     -----
@@ -286,7 +295,17 @@ def scaled_dot_product_attention(
     array([[0.6698, 0.3302]])
     >>> out.round(4)
     array([[1.6605, 2.6605]])
+
+    Two query heads sharing one key/value head (grouped-query attention):
+
+    >>> Q2 = np.stack([Q, Q])  # (n_heads=2, n_q=1, d_k=2)
+    >>> scaled_dot_product_attention(Q2, [K], [V], enable_gqa=True).round(4)
+    array([[[1.6605, 2.6605]],
+    <BLANKLINE>
+           [[1.6605, 2.6605]]])
     """
+    if _v.check_bool_flag(enable_gqa, "enable_gqa"):
+        Q, K, V = _v.repeat_kv_heads(Q, K, V)
     Q, K, V, batch = _v.check_qkv(Q, K, V)
     is_causal = _v.check_bool_flag(is_causal, "is_causal")
     return_weights = _v.check_bool_flag(return_weights, "return_weights")

@@ -635,6 +635,16 @@ BAD_INPUTS = [
          "V must be finite; it holds 1 +inf (first at index (2, 3) of shape (5, 6))"),
     case("neg_inf_in_K", lambda: sdpa(Q34, _with(K54, (4, 0), -np.inf), V56), ValueError,
          "K must be finite; it holds 1 -inf (first at index (4, 0)"),
+    # --- grouped-query attention
+    case("gqa_no_head_axis", lambda: sdpa(Q34, K54, V56, enable_gqa=True), ValueError,
+         "enable_gqa=True needs a head axis: Q must be (..., n_heads, n, d); got shape (3, 4)"),
+    case("gqa_heads_not_a_multiple",
+         lambda: sdpa(np.ones((3, 2, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 6)), enable_gqa=True),
+         ValueError, "the 3 query heads must be a multiple of the 2 key/value heads", "Q (3, 2, 4)"),
+    case("gqa_K_V_heads_differ",
+         lambda: sdpa(np.ones((4, 2, 4)), np.ones((2, 5, 4)), np.ones((1, 5, 6)), enable_gqa=True),
+         ValueError, "V has 1 heads but K has 2", "V (1, 5, 6)"),
+    case("gqa_flag_not_bool", lambda: sdpa(Q34, K54, V56, enable_gqa="yes"), TypeError, "enable_gqa"),
     # --- masks
     case("mask_wrong_shape", lambda: sdpa(Q34, K54, V56, np.ones((3, 4), bool)), ValueError,
          "attn_mask of shape (3, 4) does not broadcast to the scores' shape (3, 5)"),
@@ -726,6 +736,28 @@ BAD_INPUTS = [
                       attn_mask=np.array([[True, False]])),
          ValueError, "overflow float64", "largest |Q| = 1e+300"),
 ]
+
+
+@pytest.mark.parametrize(("n_heads", "n_kv"), [(4, 1), (4, 2), (6, 3), (2, 2)])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_grouped_query_heads_use_their_groups_key_value_head(n_heads, n_kv, batch):
+    """enable_gqa: query head h attends with key/value head h // (n_heads // n_kv), as the naive loop."""
+    rng = np.random.default_rng(n_heads * 10 + n_kv)
+    Q = rng.normal(size=batch + (n_heads, 3, 4))  # (..., n_heads, n_q, d_k)
+    K = rng.normal(size=batch + (n_kv, 5, 4))  # (..., n_kv_heads, n_k, d_k)
+    V = rng.normal(size=batch + (n_kv, 5, 2))  # (..., n_kv_heads, n_k, d_v)
+    mask = rng.random((3, 5)) < 0.7
+    out, w = scaled_dot_product_attention(Q, K, V, mask, enable_gqa=True, return_weights=True)
+    assert out.shape == batch + (n_heads, 3, 2) and w.shape == batch + (n_heads, 3, 5)
+    group = n_heads // n_kv
+    for idx in np.ndindex(*batch):
+        for h in range(n_heads):
+            expected, _ = naive_attention(Q[idx][h], K[idx][h // group], V[idx][h // group], mask)
+            np.testing.assert_allclose(out[idx][h], expected, rtol=1e-12, atol=1e-12)
+    if group > 1 and n_kv > 1:  # not pairing head h with K head h % n_kv (tiling instead of repeating)
+        tiled = scaled_dot_product_attention(Q, np.concatenate([K] * group, axis=-3),
+                                             np.concatenate([V] * group, axis=-3), mask)
+        assert not np.allclose(out, tiled)
 
 
 @pytest.mark.parametrize(("call", "exc", "match"), BAD_INPUTS)

@@ -171,3 +171,26 @@ def test_float16_long_rows_agree_with_torch(n_k: int) -> None:
     got = scaled_dot_product_attention(Q, K, V)
     assert got.dtype == want.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), atol=2e-3)
+
+
+@pytest.mark.parametrize(("n_heads", "n_kv", "mask_kind"), [(8, 2, "none"), (6, 3, "bool"), (4, 1, "causal"),
+                                                             (4, 4, "float")])
+def test_enable_gqa_matches_torch(n_heads: int, n_kv: int, mask_kind: str) -> None:
+    """Grouped-query attention (PyTorch >= 2.5, enable_gqa=True): K and V with fewer heads than Q."""
+    rng = np.random.default_rng(n_heads * 100 + n_kv)
+    Q = rng.normal(size=(2, n_heads, 5, 8))  # (batch, n_heads, n_q, d_k)
+    K = rng.normal(size=(2, n_kv, 7, 8))  # (batch, n_kv_heads, n_k, d_k)
+    V = rng.normal(size=(2, n_kv, 7, 3))  # (batch, n_kv_heads, n_k, d_v)
+    mask = None
+    if mask_kind == "bool":
+        mask = rng.random((5, 7)) < 0.6
+        mask[:, 0] = True
+    elif mask_kind == "float":
+        mask = rng.normal(size=(5, 7))
+    kwargs = {"is_causal": mask_kind == "causal"}
+    ours = scaled_dot_product_attention(Q, K, V, mask, enable_gqa=True, **kwargs)
+    theirs = F.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (Q, K, V)),
+        attn_mask=None if mask is None else torch.from_numpy(mask), enable_gqa=True, **kwargs,
+    ).numpy()
+    np.testing.assert_allclose(ours, theirs, **TOLERANCE["float64"])
