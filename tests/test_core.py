@@ -810,3 +810,37 @@ def test_float16_attention_over_long_rows_matches_float64(n_k: int, equal_keys: 
     np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3)
     np.testing.assert_allclose(weights.astype(np.float64).sum(axis=-1), 1.0, rtol=2e-3)
     assert np.abs(want).max() > 1e-3, "the reference is not trivially zero, so zeros would fail"
+
+
+# The contract of the docstring, in every path that computes attention: a row whose allowed scores all
+# overflow to -inf is an error, never a row that passes for fully masked (zero weights, zero output).
+def _overflowing_rows():
+    from attnlib.grad import attention_backward
+    from attnlib.kvcache import KVCache, incremental_attention
+    from attnlib.tiled import tiled_attention
+
+    Q = np.array([[1e300, 0.0], [1e300, 0.0]])  # both rows' scores -1e600 / sqrt(2): -inf in float64
+    K = np.array([[-1e300, 0.0], [-1e300, 0.0]])
+    V = np.ones((2, 1))
+
+    def cached():
+        cache = KVCache(2, 1)
+        cache.append(K, V)
+        return cache.attend(Q[:1])
+
+    return {
+        "core": lambda: scaled_dot_product_attention(Q, K, V),
+        "core, causal": lambda: scaled_dot_product_attention(Q, K, V, is_causal=True),
+        "core, float32": lambda: scaled_dot_product_attention(
+            (Q * 1e-280).astype(np.float32), (K * 1e-280).astype(np.float32), V.astype(np.float32)),
+        "tiled": lambda: tiled_attention(Q, K, V, block_q=1, block_k=1),
+        "incremental": lambda: incremental_attention(Q, K, V),
+        "KV cache": cached,
+        "backward": lambda: attention_backward(Q, K, V, np.ones((2, 1))),  # its own check (grad.py)
+    }
+
+
+@pytest.mark.parametrize("path", list(_overflowing_rows()))
+def test_scores_overflowing_to_minus_inf_raise_in_every_path(path):
+    with pytest.raises(ValueError, match=r"the scores Q Kᵀ · scale overflow float(64|32)"):
+        _overflowing_rows()[path]()
