@@ -239,3 +239,21 @@ def broadcast_leading(shapes: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
         raise ValueError(
             f"the leading (batch) dimensions do not broadcast: {described}"
         ) from None
+
+
+def scores_overflow_error(dtype: np.dtype, Q: np.ndarray, K: np.ndarray) -> ValueError:
+    """The error for scores ``Q Kᵀ · scale`` that overflowed (to +inf or -inf) in ``dtype``: one message
+    for every path that computes them (core, tiled, KV cache, backward)."""
+    return ValueError(
+        f"the scores Q Kᵀ · scale overflow {dtype} (largest |Q| = {np.abs(Q).max():.3g}, "
+        f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
+    )
+
+
+def readonly_copy(arr: np.ndarray | None) -> np.ndarray | None:
+    """A copy of ``arr`` that cannot be written to (traces are values), or None."""
+    if arr is None:
+        return None
+    out = np.array(arr, copy=True)
+    out.flags.writeable = False
+    return out

@@ -42,14 +42,6 @@ def _scores_may_overflow(Q: np.ndarray, K: np.ndarray, scale: float, work: np.dt
     return bound > float(np.finfo(work).max) / 4  # a margin for the rounding of the products
 
 
-def _overflow_error(work: np.dtype, Q: np.ndarray, K: np.ndarray) -> ValueError:
-    """The error for scores that overflowed (to +inf or -inf) in ``work``."""
-    return ValueError(
-        f"the scores Q Kᵀ · scale overflow {work} (largest |Q| = {np.abs(Q).max():.3g}, "
-        f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
-    )
-
-
 def _working_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype scores, sums and weighted values are computed in: float32 for float16 data."""
     return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
@@ -353,7 +345,7 @@ def scaled_dot_product_attention(
             q_scaled = Qf[sl].astype(work, copy=False) * scale_t  # (c, n_q, d_k)
             np.matmul(q_scaled, Kf[sl].swapaxes(-1, -2).astype(work, copy=False), out=scores)  # (c, n_q, n_k)
         if may_overflow and not np.isfinite(scores).all():  # to +inf, or to -inf, which would pass for a mask
-            raise _overflow_error(work, Q, K)
+            raise _v.scores_overflow_error(work, Q, K)
         if Mf is not None:
             if Mf.dtype.kind == "b":
                 np.copyto(scores, -np.inf, where=~Mf[sl])
@@ -361,7 +353,7 @@ def scaled_dot_product_attention(
                 scores += Mf[sl]
         peak = scores.max(axis=-1, keepdims=True)  # (c, n_q, 1)
         if (np.isposinf(peak) | np.isnan(peak)).any():  # a float mask pushed a score to +inf
-            raise _overflow_error(work, Q, K)
+            raise _v.scores_overflow_error(work, Q, K)
         empty = np.isneginf(peak)  # rows with nothing allowed
         if empty.any():
             peak[empty] = 0.0

@@ -163,10 +163,7 @@ def attention_backward(
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
         S = (Q * scale_t) @ K.swapaxes(-1, -2)  # (..., n_q, n_k)
     if not np.isfinite(S).all():
-        raise ValueError(
-            f"the scores Q Kᵀ · scale overflow {dtype} (largest |Q| = {np.abs(Q).max():.3g}, "
-            f"|K| = {np.abs(K).max():.3g}); rescale the inputs or use a wider dtype"
-        )
+        raise _v.scores_overflow_error(dtype, Q, K)
     P = softmax(S, axis=-1)  # (..., n_q, n_k)
     dV = P.swapaxes(-1, -2) @ dO  # (..., n_k, d_v)
     dP = dO @ V.swapaxes(-1, -2)  # (..., n_q, n_k)

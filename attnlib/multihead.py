@@ -31,14 +31,6 @@ from attnlib.trace import AttentionTrace, trace_attention
 __all__ = ["split_heads", "merge_heads", "MultiHeadTrace", "MultiHeadAttention"]
 
 
-def _readonly(arr: np.ndarray | None) -> np.ndarray | None:
-    if arr is None:
-        return None
-    out = np.array(arr, copy=True)
-    out.flags.writeable = False
-    return out
-
-
 def split_heads(X: Any, n_heads: int) -> np.ndarray:
     """Cut the last axis into ``n_heads`` blocks and move them to a head axis.
 
@@ -180,7 +172,7 @@ class MultiHeadTrace:
 
     def __post_init__(self) -> None:
         for name in ("X", "X_kv", "Q", "K", "V", "weights", "head_outputs", "concat", "output", "attn_mask"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, _v.readonly_copy(getattr(self, name)))
         object.__setattr__(self, "n_heads", int(self.n_heads))
         object.__setattr__(self, "scale", float(self.scale))
 
@@ -337,7 +329,7 @@ class MultiHeadAttention:
         self, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, W_O: np.ndarray, n_heads: int, d_head: int
     ) -> None:
         for slot, W in (("_W_Q", W_Q), ("_W_K", W_K), ("_W_V", W_V), ("_W_O", W_O)):
-            object.__setattr__(self, slot, _readonly(W))
+            object.__setattr__(self, slot, _v.readonly_copy(W))
         object.__setattr__(self, "_n_heads", n_heads)
         object.__setattr__(self, "_d_head", d_head)
 

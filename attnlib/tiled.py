@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import _overflow_error, _scores_may_overflow, _working_dtype
+from attnlib.core import _scores_may_overflow, _working_dtype
 
 __all__ = ["tiled_attention"]
 
@@ -177,7 +177,7 @@ def tiled_attention(
             with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
                 np.matmul(q, K[..., j0:j1, :].swapaxes(-1, -2), out=s)  # (..., rows, cols)
             if may_overflow and not np.isfinite(s).all():  # to +inf, or to -inf, which would pass for a mask
-                raise _overflow_error(work, Q, K)
+                raise _v.scores_overflow_error(work, Q, K)
             if is_causal and j1 - 1 > i0:  # the tile straddles the diagonal
                 above = np.arange(j0, j1) > np.arange(i0, i1)[:, None]  # (rows, cols): j > i
                 np.copyto(s, -np.inf, where=above)

@@ -45,14 +45,6 @@ _CAPTIONS = {
 _MAX_READABLE_EXP = 1e6
 
 
-def _readonly(arr: np.ndarray | None) -> np.ndarray | None:
-    if arr is None:
-        return None
-    out = np.array(arr, copy=True)
-    out.flags.writeable = False
-    return out
-
-
 def _fixed(x: float, decimals: int) -> str:
     """``x`` with exactly ``decimals`` decimals; ``-inf`` as ``-inf``; no ``-0.0000``."""
     if np.isneginf(x):
@@ -135,7 +127,7 @@ class AttentionTrace:
 
     def __post_init__(self) -> None:
         for name in ("Q", "K", "V", "scores", "scaled_scores", "weights", "output", "mask"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, _v.readonly_copy(getattr(self, name)))
         object.__setattr__(self, "tokens", tuple(str(t) for t in self.tokens))
         object.__setattr__(self, "key_tokens", tuple(str(t) for t in self.key_tokens))
         object.__setattr__(self, "scale", float(self.scale))
