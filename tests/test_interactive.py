@@ -17,7 +17,6 @@ from attnlib.interactive import (
     explain_blocks,
     hover_heatmap,
     pipeline_stepper,
-    show,
 )
 from attnlib.interactive._render import MystNbPlotlyMime
 from attnlib.trace import trace_attention
@@ -164,9 +163,9 @@ def test_errors_name_the_argument(tr) -> None:
     with pytest.raises(ValueError, match="div_id must start with a letter"):
         hover_heatmap(tr, div_id="1 bad id")
     with pytest.raises(TypeError, match="fig must be a plotly"):
-        show({"data": []}, div_id="x", caption="c", alt="a")
+        StaticFigure({"data": []}, div_id="x", caption="c", alt="a")
     with pytest.raises(TypeError, match="caption must be a non-empty str"):
-        show(go.Figure(), div_id="x", caption=" ", alt="a")
+        StaticFigure(go.Figure(), div_id="x", caption=" ", alt="a")
 
 
 class _Mime:

@@ -7,7 +7,7 @@ from another host: the book serves its own plotly.js (a partial bundle, loaded o
 nears the viewport) on pages that show such a figure.
 
 * :mod:`attnlib.interactive._render` – :class:`StaticFigure`, :class:`ExplorerState`,
-  :class:`DataTable` and :func:`show` (deterministic HTML plus Plotly's mimetype for JupyterLab);
+  :class:`DataTable` (deterministic HTML plus Plotly's mimetype for JupyterLab);
   ``explorer.js`` beside it is the browser side
 * :mod:`attnlib.interactive.trace_explorers` – :func:`pipeline_stepper` and
   :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`

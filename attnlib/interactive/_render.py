@@ -50,7 +50,7 @@ import plotly.io as pio
 
 __all__ = [
     "FIGURE_SIGNIFICANT_DIGITS", "PLOTLY_CONFIG", "PLOTLY_MIMETYPE", "DataTable", "ExplorerState",
-    "StaticFigure", "show",
+    "StaticFigure",
 ]
 
 PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
@@ -503,15 +503,6 @@ class StaticFigure:
 def _in_colab() -> bool:
     """True in a Colab kernel, whose outputs are isolated frames that must load plotly.js themselves."""
     return "google.colab" in sys.modules
-
-
-def show(fig: go.Figure, *, div_id: str, caption: str, alt: str) -> StaticFigure:
-    """Wrap ``fig`` for display in the book: see :class:`StaticFigure`.
-
-    Returns the :class:`StaticFigure`; as the last expression of a cell it
-    displays itself.
-    """
-    return StaticFigure(fig, div_id=div_id, caption=caption, alt=alt)
 
 
 class MystNbPlotlyMime:
