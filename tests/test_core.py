@@ -12,11 +12,11 @@ Three layers, as STYLE.md rule 12 asks:
 from __future__ import annotations
 
 import math
-import re
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from cases import case
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -576,10 +576,6 @@ def test_property_batch_broadcasting_equals_an_explicit_loop(args):
 
 
 # --------------------------------------------------------------------------- bad inputs
-def _msg(*parts: str) -> str:
-    """A ``match`` pattern: the literal parts, in this order, anything in between."""
-    return ".*".join(re.escape(p) for p in parts)
-
 
 Q34, K54, V56 = np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 6))
 
@@ -589,10 +585,6 @@ def _with(arr: np.ndarray, index: tuple, value: float) -> np.ndarray:
     arr[index] = value
     return arr
 
-
-def case(id: str, call, exc: type[Exception], *parts: str):
-    """One bad input: the call, the exception type, and the message parts in order."""
-    return pytest.param(call, exc, _msg(*parts), id=id)
 
 
 BAD_INPUTS = [

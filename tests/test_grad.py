@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+from cases import case
 
 from attnlib.core import scaled_dot_product_attention
 from attnlib.grad import attention_backward
@@ -193,30 +194,27 @@ def test_agreement_with_torch_autograd(torch, seed):
 
 
 # --------------------------------------------------------------------------- bad inputs
-def case(id_, call, exc, match):
-    return pytest.param(call, exc, match, id=id_)
-
 
 ok = np.ones((3, 2))
 BAD_INPUTS = [
     case("Q_1d", lambda: attention_backward(np.ones(2), ok, ok, ok), ValueError,
-         r"Q must have shape \(\.\.\., n_q, d_k\) with at least 2 dimensions; got shape \(2,\)"),
+         "Q must have shape (..., n_q, d_k) with at least 2 dimensions; got shape (2,)"),
     case("d_k_mismatch", lambda: attention_backward(np.ones((3, 4)), ok, ok, np.ones((3, 2))), ValueError,
-         r"K has d_k=2 but Q has d_k=4 \(last axes must match; Q \(3, 4\), K \(3, 2\)\)"),
+         "K has d_k=2 but Q has d_k=4 (last axes must match; Q (3, 4), K (3, 2))"),
     case("n_k_mismatch", lambda: attention_backward(ok, ok, np.ones((4, 2)), ok), ValueError,
-         r"V has n_k=4 rows but K has n_k=3"),
+         "V has n_k=4 rows but K has n_k=3"),
     case("dO_wrong_d_v", lambda: attention_backward(ok, ok, np.ones((3, 5)), ok), ValueError,
-         r"dO must have the output's shape \(\.\.\., n_q, d_v\) = \(3, 5\); got \(3, 2\)"),
+         "dO must have the output's shape (..., n_q, d_v) = (3, 5); got (3, 2)"),
     case("dO_wrong_n_q", lambda: attention_backward(np.ones((2, 2)), ok, ok, ok), ValueError,
-         r"= \(2, 2\); got \(3, 2\) \(Q \(2, 2\), K \(3, 2\), V \(3, 2\)\)"),
+         "= (2, 2); got (3, 2) (Q (2, 2), K (3, 2), V (3, 2))"),
     case("dO_missing_batch", lambda: attention_backward(np.ones((4, 3, 2)), ok, ok, ok), ValueError,
-         r"dO must have the output's shape .* = \(4, 3, 2\); got \(3, 2\)"),
+         "dO must have the output's shape ", " = (4, 3, 2); got (3, 2)"),
     case("dO_1d", lambda: attention_backward(ok, ok, ok, np.ones(2)), ValueError,
-         r"dO must have shape \(\.\.\., n_q, d_v\)"),
+         "dO must have shape (..., n_q, d_v)"),
     case("batch_mismatch", lambda: attention_backward(np.ones((2, 3, 2)), np.ones((4, 3, 2)), ok, ok),
-         ValueError, "the leading \\(batch\\) dimensions do not broadcast"),
+         ValueError, "the leading (batch) dimensions do not broadcast"),
     case("empty_keys", lambda: attention_backward(ok, np.ones((0, 2)), np.ones((0, 2)), ok), ValueError,
-         r"K has n_k=0 \(an empty sequence\)"),
+         "K has n_k=0 (an empty sequence)"),
     case("dO_nan", lambda: attention_backward(ok, ok, ok, np.full((3, 2), np.nan)), ValueError,
          "dO must be finite; it holds 6 NaN"),
     case("V_complex", lambda: attention_backward(ok, ok, ok.astype(complex), ok), TypeError,

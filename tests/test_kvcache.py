@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import numpy as np
 import pytest
+from cases import case
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -241,12 +241,6 @@ def test_decode_cost_is_frozen_and_exact_for_large_sizes():
 
 
 # --------------------------------------------------------------------------- bad inputs
-def _msg(*parts: str) -> str:
-    return ".*".join(re.escape(p) for p in parts)
-
-
-def case(id: str, call, exc: type[Exception], *parts: str):
-    return pytest.param(call, exc, _msg(*parts), id=id)
 
 
 inc = incremental_attention

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from cases import case
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -383,12 +383,6 @@ def test_property_permuting_tokens_permutes_output_rows(sizes, n, seed, data):
 
 
 # --------------------------------------------------------------------------- bad inputs
-def _msg(*parts: str) -> str:
-    return ".*".join(re.escape(p) for p in parts)
-
-
-def case(id: str, call, exc: type[Exception], *parts: str):
-    return pytest.param(call, exc, _msg(*parts), id=id)
 
 
 M = layer(8, 2)

@@ -14,6 +14,7 @@ import math
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from cases import case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -298,9 +299,6 @@ def test_jacobian_norm_vanishes_as_the_logits_grow():
 
 
 # --------------------------------------------------------------------------- bad inputs
-def case(id_, call, exc, match):
-    return pytest.param(call, exc, match, id=id_)
-
 
 rng0 = np.random.default_rng(0)
 BAD_INPUTS = [
@@ -309,13 +307,13 @@ BAD_INPUTS = [
     case("samples_n_float", lambda: dot_product_samples(4, 2.5, rng0), TypeError,
          "n must be an integer; got float 2.5"),
     case("samples_seed_not_rng", lambda: dot_product_samples(4, 10, 0), TypeError,
-         r"rng must be a numpy.random.Generator .*; got int"),
+         "rng must be a numpy.random.Generator ", "; got int"),
     case("samples_legacy_random_state", lambda: dot_product_samples(4, 10, np.random.RandomState(0)),
          TypeError, "got RandomState"),
     case("samples_sigma_zero", lambda: dot_product_samples(4, 10, rng0, sigma_q=0.0), ValueError,
          "sigma_q must be positive; got 0.0"),
     case("samples_sigma_k_negative", lambda: dot_product_samples(4, 10, rng0, sigma_k=-1), ValueError,
-         r"sigma_k must be positive; got -1.0"),
+         "sigma_k must be positive; got -1.0"),
     case("samples_mean_nan", lambda: dot_product_samples(4, 10, rng0, mean_k=float("nan")), ValueError,
          "mean_k must be finite; got nan"),
     case("samples_mean_str", lambda: dot_product_samples(4, 10, rng0, mean_q="1"), TypeError,
@@ -323,31 +321,31 @@ BAD_INPUTS = [
     case("variance_d_k_bool", lambda: dot_product_variance(True), TypeError,
          "d_k must be an integer; got bool"),
     case("ci_2d", lambda: variance_with_ci(np.ones((2, 3))), ValueError,
-         r"samples must be a 1-D array of numbers; got shape \(2, 3\)"),
+         "samples must be a 1-D array of numbers; got shape (2, 3)"),
     case("ci_one_sample", lambda: variance_with_ci([1.0]), ValueError,
          "samples must hold at least 2 values for a variance; got 1"),
     case("ci_nan", lambda: variance_with_ci([1.0, float("nan")]), ValueError,
          "samples must be finite; it holds 1 NaN"),
     case("ci_confidence_1", lambda: variance_with_ci([1.0, 2.0], 1.0), ValueError,
-         r"confidence must lie strictly between 0 and 1; got 1.0"),
+         "confidence must lie strictly between 0 and 1; got 1.0"),
     case("ci_confidence_percent", lambda: variance_with_ci([1.0, 2.0], 95), ValueError,
-         r"confidence must lie strictly between 0 and 1; got 95.0"),
+         "confidence must lie strictly between 0 and 1; got 95.0"),
     case("ci_strings", lambda: variance_with_ci(["a", "b"]), TypeError, "samples must hold real numbers"),
     case("entropy_negative", lambda: entropy([1.2, -0.2]), ValueError,
-         r"weights must be non-negative; it holds 1 negative entries \(first -0.2 at index \(1,\)"),
+         "weights must be non-negative; it holds 1 negative entries (first -0.2 at index (1,)"),
     case("entropy_not_normalised", lambda: entropy([[0.5, 0.5], [0.3, 0.3]]), ValueError,
-         r"weights must sum to 1 along axis -1 .*1 of 2 slices do not, e.g. sum 0.6 at index \(1,\)"),
+         "weights must sum to 1 along axis -1 ", "1 of 2 slices do not, e.g. sum 0.6 at index (1,)"),
     case("entropy_wrong_axis", lambda: entropy(softmax(np.ones((2, 3))), axis=0), ValueError,
          "weights must sum to 1 along axis 0"),
     case("entropy_axis_out_of_range", lambda: entropy([0.5, 0.5], axis=1), ValueError,
-         r"axis 1 is out of range for weights of shape \(2,\)"),
+         "axis 1 is out of range for weights of shape (2,)"),
     case("entropy_axis_float", lambda: entropy([0.5, 0.5], axis=0.0), TypeError,
          "axis must be an integer; got float"),
     case("entropy_scalar", lambda: entropy(1.0), ValueError, "weights must have at least 1 dimension"),
     case("entropy_empty", lambda: entropy(np.ones((2, 0))), ValueError,
-         r"weights has length 0 along axis -1 \(shape \(2, 0\)\)"),
+         "weights has length 0 along axis -1 (shape (2, 0))"),
     case("max_weight_inf", lambda: max_weight([np.inf, 0.0]), ValueError,
-         "weights must be finite; it holds 1 \\+inf"),
+         "weights must be finite; it holds 1 +inf"),
     case("max_weight_bool", lambda: max_weight([True, False]), TypeError,
          "weights must hold real numbers, not booleans"),
     case("saturation_tokens_0", lambda: saturation_stats(4, 0, 10, rng0), ValueError,
@@ -361,10 +359,10 @@ BAD_INPUTS = [
     case("jacobian_not_probabilities", lambda: softmax_jacobian([1.0, 2.0]), ValueError,
          "p must sum to 1 along axis -1"),
     case("jacobian_all_masked_row", lambda: softmax_jacobian(softmax([[1.0, 2.0]], mask=[[False, False]])),
-         ValueError, r"p must sum to 1 along axis -1 .*sum 0 at index \(0,\)"),
+         ValueError, "p must sum to 1 along axis -1 ", "sum 0 at index (0,)"),
     case("jacobian_scalar", lambda: softmax_jacobian(1.0), ValueError, "p must have at least 1 dimension"),
     case("norm_bad_ord", lambda: jacobian_norm([0.5, 0.5], ord="max"), ValueError,
-         r"ord must be one of \('fro', 'nuc', 1, 2, inf\); got 'max'"),
+         "ord must be one of ('fro', 'nuc', 1, 2, inf); got 'max'"),
     case("norm_ord_bool", lambda: jacobian_norm([0.5, 0.5], ord=True), ValueError, "got True"),
 ]
 

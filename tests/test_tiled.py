@@ -11,13 +11,13 @@
 from __future__ import annotations
 
 import math
-import re
 import tracemalloc
 from functools import partial
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
+from cases import case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -298,9 +298,6 @@ def test_tiled_memory_is_the_n_by_d_copies_plus_a_tile_whatever_n(is_causal, dty
 
 
 # --------------------------------------------------------------------------- bad inputs
-def _msg(*parts: str) -> str:
-    return ".*".join(re.escape(p) for p in parts)
-
 
 Q34, K54, V56 = np.ones((3, 4)), np.ones((5, 4)), np.ones((5, 6))
 
@@ -315,9 +312,6 @@ def _with(arr: np.ndarray, index: tuple, value: float) -> np.ndarray:
     arr[index] = value
     return arr
 
-
-def case(id: str, call, exc: type[Exception], *parts: str):
-    return pytest.param(call, exc, _msg(*parts), id=id)
 
 
 BAD_INPUTS = [
