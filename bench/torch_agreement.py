@@ -6,7 +6,7 @@ This script, run where torch is installed, computes the figures and stores them 
 chapter ``book/05_implementation.ipynb`` reads the JSON and ``tests/test_torch_agreement.py``
 checks it (and, with torch, recomputes it).
 
-The cases are those of ``tests/test_torch_crosscheck.py`` (same generator, same seeds 0..239):
+The cases are those of ``tests/test_torch_crosscheck.py`` (``bench/torch_cases.py``, seeds 0..239):
 float32 and float64, 0, 1 or 2 leading batch dimensions with broadcasting, n_q != n_k,
 d_v != d_k, boolean and additive float masks, ``is_causal`` on square and non-square problems and
 custom scales. The file also records what both libraries return for a query row with nothing to
@@ -24,63 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from torch_cases import N_CASES, make_case  # bench/torch_cases.py, shared with the cross-check test
+from torch_cases import torch_sdpa as _torch_sdpa
 
 from attnlib.core import scaled_dot_product_attention
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "attnlib" / "data" / "torch_agreement.json"
-MASK_KINDS = ("none", "bool", "float", "causal")
-N_CASES = 240  # seed -> (dtype, number of batch dims, mask kind) cycles every 24 seeds
 TOLERANCE = {"float32": 1e-5, "float64": 1e-12}  # atol = rtol asserted by tests/test_torch_crosscheck.py
-
-
-def _leading(rng: np.random.Generator, batch: tuple[int, ...]) -> tuple[int, ...]:
-    """The batch shape with some dims set to 1 and, sometimes, leading dims dropped (broadcasting)."""
-    dims = tuple(1 if rng.random() < 0.3 else b for b in batch)
-    drop = int(rng.integers(0, len(dims) + 1)) if rng.random() < 0.3 else 0
-    return dims[drop:]
-
-
-def make_case(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Deterministic random inputs for one case (identical to the cross-check's ``make_case``)."""
-    rng = np.random.default_rng(seed)
-    dtype = (np.float32, np.float64)[seed % 2]
-    n_batch_dims = (seed // 2) % 3
-    kind = MASK_KINDS[(seed // 6) % 4]
-    batch = tuple(int(b) for b in rng.integers(1, 4, size=n_batch_dims))
-    n_q, n_k = (int(n) for n in rng.integers(1, 8, size=2))
-    if kind == "causal" and (seed // 24) % 2 == 0:
-        n_k = n_q  # half the causal cases are square, half (mostly) not
-    d_k, d_v = (int(d) for d in rng.integers(1, 9, size=2))
-    Q = rng.standard_normal(_leading(rng, batch) + (n_q, d_k)).astype(dtype)
-    K = rng.standard_normal(_leading(rng, batch) + (n_k, d_k)).astype(dtype)
-    V = rng.standard_normal(_leading(rng, batch) + (n_k, d_v)).astype(dtype)
-    kwargs: dict[str, Any] = {"scale": None if rng.random() < 0.5 else float(rng.uniform(0.1, 2.0))}
-    if kind == "causal":
-        kwargs["is_causal"] = True
-    elif kind in ("bool", "float"):
-        # torch adds the mask in place to Q Kᵀ, so its batch dims must fit in those of Q and K
-        qk_batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-        rows = n_q if rng.random() < 0.8 else 1  # sometimes one row broadcast over the queries
-        shape = _leading(rng, qk_batch) + (rows, n_k)
-        keep = rng.random(shape) < 0.6
-        keep[..., np.arange(rows), rng.integers(0, n_k, size=rows)] = True  # no empty rows here
-        if kind == "bool":
-            kwargs["attn_mask"] = keep
-        else:
-            additive = 2.0 * rng.standard_normal(shape)
-            additive[~keep] = -np.inf
-            kwargs["attn_mask"] = additive.astype(dtype)  # torch wants the query's dtype
-    return Q, K, V, kwargs
-
-
-def _torch_sdpa(torch: Any, Q, K, V, attn_mask=None, *, is_causal=False, scale=None) -> np.ndarray:
-    mask = None if attn_mask is None else torch.from_numpy(np.ascontiguousarray(attn_mask))
-    out = torch.nn.functional.scaled_dot_product_attention(
-        torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V),
-        attn_mask=mask, is_causal=is_causal, scale=scale,
-    )
-    return out.numpy()
 
 
 def _fully_masked_rows(torch: Any) -> dict[str, str]:

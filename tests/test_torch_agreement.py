@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ DTYPES = ("float32", "float64")
 
 
 def _load_module(path: Path, name: str):
+    sys.path.insert(0, str(ROOT / "bench"))  # the modules import bench/torch_cases.py
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, f"cannot load {path}"
     module = importlib.util.module_from_spec(spec)
@@ -95,17 +97,9 @@ def test_script_cases_are_the_cross_checks():
     pytest.importorskip("torch", reason="the cross-check module needs torch to import")
     script = _load_module(SCRIPT, "torch_agreement_script_cases")
     crosscheck = _load_module(ROOT / "tests" / "test_torch_crosscheck.py", "crosscheck_cases")
-    assert script.N_CASES == crosscheck.N_CASES
-    for seed in range(script.N_CASES):
-        ours, theirs = script.make_case(seed), crosscheck.make_case(seed)
-        for a, b in zip(ours[:3], theirs[:3], strict=True):
-            assert a.dtype == b.dtype and np.array_equal(a, b), f"seed {seed}"
-        assert ours[3].keys() == theirs[3].keys(), f"seed {seed}"
-        for key, value in ours[3].items():
-            other = theirs[3][key]
-            assert (np.array_equal(value, other) if isinstance(value, np.ndarray) else value == other), (
-                f"seed {seed}, {key}"
-            )
+    assert script.make_case is crosscheck.make_case and script.N_CASES == crosscheck.N_CASES == 240, (
+        "the benchmark and the cross-check draw their cases from bench/torch_cases.py"
+    )
 
 
 def test_the_package_ships_the_file_the_chapter_reads(data):
