@@ -8,6 +8,7 @@ NumPy broadcasting traceback or chase a silent NaN.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -148,6 +149,40 @@ def repeat_kv_heads(Q: Any, K: Any, V: Any) -> tuple[np.ndarray, np.ndarray, np.
         K = np.repeat(K, group, axis=-3)  # (..., n_heads, n_k, d_k)
         V = np.repeat(V, group, axis=-3)  # (..., n_heads, n_k, d_v)
     return Q, K, V
+
+
+def check_real(value: Any, name: str, *, minimum: str | None = None) -> float:
+    """Return ``value`` as a finite float; ``minimum`` ``"positive"`` or ``"non-negative"`` bounds it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite; got {out}")
+    if (minimum == "positive" and out <= 0) or (minimum == "non-negative" and out < 0):
+        raise ValueError(f"{name} must be {minimum}; got {out}")
+    return out
+
+
+def check_confidence(confidence: Any) -> float:
+    """Return a confidence level, a real number strictly between 0 and 1."""
+    c = check_real(confidence, "confidence")
+    if not 0.0 < c < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1; got {c}")
+    return c
+
+
+def check_int(value: Any, name: str) -> int:
+    """Return ``value`` as an int (NumPy integers accepted, booleans refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of the strings ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+    return value
 
 
 def check_rng(rng: Any) -> np.random.Generator:

@@ -87,15 +87,6 @@ def _check_float_dtype(dtype: Any) -> np.dtype:
     return dt
 
 
-def _check_confidence(confidence: Any) -> float:
-    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
-        raise TypeError(f"confidence must be a real number; got {type(confidence).__name__} {confidence!r}")
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1; got {c}")
-    return c
-
-
 def _check_threads(threads: Any) -> int | None:
     if threads is None:
         return None
@@ -1166,7 +1157,7 @@ def fit_power_law(ns: Any, times: Any, confidence: float = 0.95) -> PowerLawFit:
     >>> fit.contains(2.0), fit.df
     (True, 3)
     """
-    confidence = _check_confidence(confidence)
+    confidence = _v.check_confidence(confidence)
     n_arr = _v.as_float_array(ns, "ns")
     t_arr = _v.as_float_array(times, "times")
     for arr, name in ((n_arr, "ns"), (t_arr, "times")):

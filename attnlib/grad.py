@@ -28,7 +28,6 @@ nearest to the query in distance, which no such form can compute.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -188,31 +187,18 @@ _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
 _MAX_INIT_ULPS = 1000
 
 
-def _check_positive_real(value: Any, name: str, *, allow_zero: bool = False) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite; got {out}")
-    if out < 0 or (out == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}; got {out}")
-    return out
-
-
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an integer; got {type(seed).__name__} {seed!r}")
+    seed = _v.check_int(seed, "seed")
     if seed < 0:
         raise ValueError(f"seed must be non-negative; got {seed}")
-    return int(seed)
+    return seed
 
 
 def _check_init_ulps(init_ulps: Any) -> int:
-    if isinstance(init_ulps, (bool, np.bool_)) or not isinstance(init_ulps, numbers.Integral):
-        raise TypeError(f"init_ulps must be an integer; got {type(init_ulps).__name__} {init_ulps!r}")
+    init_ulps = _v.check_int(init_ulps, "init_ulps")
     if abs(init_ulps) > _MAX_INIT_ULPS:
         raise ValueError(f"init_ulps must be between -{_MAX_INIT_ULPS} and {_MAX_INIT_ULPS}; got {init_ulps}")
-    return int(init_ulps)
+    return init_ulps
 
 
 def _shift_ulps(W: np.ndarray, ulps: int) -> np.ndarray:
@@ -221,12 +207,6 @@ def _shift_ulps(W: np.ndarray, ulps: int) -> np.ndarray:
     for _ in range(abs(ulps)):
         W = np.nextafter(W, towards)
     return W
-
-
-def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
-    return value
 
 
 def _check_n_keys(n_keys: Any) -> int:
@@ -374,7 +354,7 @@ def retrieval_batch(
     d_model = _v.check_positive_int(d_model, "d_model")
     d_v = _v.check_positive_int(d_v, "d_v")
     rng = _v.check_rng(rng)
-    noise = _check_positive_real(noise, "noise", allow_zero=True)
+    noise = _v.check_real(noise, "noise", minimum="non-negative")
     X_k = rng.standard_normal((batch, n_keys, d_model))  # (batch, n_keys, d_model)
     target = rng.integers(0, n_keys, size=batch)  # (batch,)
     eps = rng.standard_normal((batch, 1, d_model))  # (batch, 1, d_model)
@@ -848,8 +828,8 @@ def train_retrieval(
     (256,)
     """
     d_k = _v.check_positive_int(d_k, "d_k")
-    scale_rule = _check_choice(scale_rule, "scale_rule", SCALE_RULES)
-    lr = _check_positive_real(lr, "lr")
+    scale_rule = _v.check_choice(scale_rule, "scale_rule", SCALE_RULES)
+    lr = _v.check_real(lr, "lr", minimum="positive")
     seed = _check_seed(seed)
     kwargs = _check_train_kwargs(d_k, steps, batch, n_keys, d_model, d_v, optimizer, eval_batch, init_ulps)
     return _train_runs(d_k, (scale_rule,), (lr,), (seed,), **kwargs)[0]
@@ -873,7 +853,7 @@ def _check_train_kwargs(
         "n_keys": _check_n_keys(n_keys),
         "d_model": d_k if d_model is None else _v.check_positive_int(d_model, "d_model"),
         "d_v": _v.check_positive_int(d_v, "d_v"),
-        "optimizer": _check_choice(optimizer, "optimizer", OPTIMIZERS),
+        "optimizer": _v.check_choice(optimizer, "optimizer", OPTIMIZERS),
         "eval_batch": _v.check_positive_int(eval_batch, "eval_batch"),
         "init_ulps": _check_init_ulps(init_ulps),
     }
@@ -1327,7 +1307,7 @@ class SweepResult:
         (2, 2)
         """
         fields = ("val_loss", "val_accuracy", "test_loss", "test_accuracy")
-        _check_choice(field, "field", fields)
+        _v.check_choice(field, "field", fields)
         runs = self._setting(d_k, scale_rule)
         seeds, lrs = self._distinct_seeds(d_k, scale_rule), tuple(dict.fromkeys(r.lr for r in runs))
         out = np.full((len(seeds), len(lrs)), np.nan)
@@ -1432,8 +1412,8 @@ def learning_rate_sweep(
     ((0, 1), (0.3, 3.0))
     """
     d_ks = tuple(_v.check_positive_int(d, "d_k") for d in d_ks)
-    lrs = tuple(_check_positive_real(lr, "lr") for lr in lrs)
-    scale_rules = tuple(_check_choice(rule, "scale_rule", SCALE_RULES) for rule in scale_rules)
+    lrs = tuple(_v.check_real(lr, "lr", minimum="positive") for lr in lrs)
+    scale_rules = tuple(_v.check_choice(rule, "scale_rule", SCALE_RULES) for rule in scale_rules)
     seeds = tuple(_check_seed(s) for s in seeds)
     for name, values in (("d_ks", d_ks), ("lrs", lrs), ("scale_rules", scale_rules), ("seeds", seeds)):
         if not values:

@@ -16,7 +16,6 @@ values or a frozen dataclass:
 from __future__ import annotations
 
 import math
-import numbers
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -51,17 +50,6 @@ _SATURATION_THRESHOLD = 0.99
 
 
 # --------------------------------------------------------------------------- private checks
-def _check_real(value: Any, name: str, *, positive: bool = False) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__} {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite; got {out}")
-    if positive and out <= 0:
-        raise ValueError(f"{name} must be positive; got {out}")
-    return out
-
-
 def _check_axis(axis: Any, arr: np.ndarray, name: str) -> int:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"axis must be an integer; got {type(axis).__name__} {axis!r}")
@@ -157,10 +145,10 @@ def dot_product_samples(
     d_k = _v.check_positive_int(d_k, "d_k")
     n = _v.check_positive_int(n, "n")
     rng = _v.check_rng(rng)
-    sigma_q = _check_real(sigma_q, "sigma_q", positive=True)
-    sigma_k = _check_real(sigma_k, "sigma_k", positive=True)
-    mean_q = _check_real(mean_q, "mean_q")
-    mean_k = _check_real(mean_k, "mean_k")
+    sigma_q = _v.check_real(sigma_q, "sigma_q", minimum="positive")
+    sigma_k = _v.check_real(sigma_k, "sigma_k", minimum="positive")
+    mean_q = _v.check_real(mean_q, "mean_q")
+    mean_k = _v.check_real(mean_k, "mean_k")
     out = np.empty(n)
     rows = max(1, _CHUNK_ENTRIES // d_k)
     for start in range(0, n, rows):
@@ -208,10 +196,10 @@ def dot_product_variance(
     32.0
     """
     d_k = _v.check_positive_int(d_k, "d_k")
-    sq = _check_real(sigma_q, "sigma_q", positive=True)
-    sk = _check_real(sigma_k, "sigma_k", positive=True)
-    mq = _check_real(mean_q, "mean_q")
-    mk = _check_real(mean_k, "mean_k")
+    sq = _v.check_real(sigma_q, "sigma_q", minimum="positive")
+    sk = _v.check_real(sigma_k, "sigma_k", minimum="positive")
+    mq = _v.check_real(mean_q, "mean_q")
+    mk = _v.check_real(mean_k, "mean_k")
     return d_k * (sq**2 * sk**2 + sq**2 * mk**2 + sk**2 * mq**2)
 
 
@@ -296,9 +284,7 @@ def variance_with_ci(samples: Any, confidence: float = 0.95) -> VarianceEstimate
         raise ValueError(f"samples must be a 1-D array of numbers; got shape {x.shape}")
     if x.size < 2:
         raise ValueError(f"samples must hold at least 2 values for a variance; got {x.size}")
-    confidence = _check_real(confidence, "confidence")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1; got {confidence}")
+    confidence = _v.check_confidence(confidence)
     n = int(x.size)
     dev = x - x.mean()  # (n,)
     s2 = float(dev @ dev) / (n - 1)

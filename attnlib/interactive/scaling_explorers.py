@@ -71,12 +71,6 @@ _SLIDER_STYLE: dict[str, Any] = {
 
 
 # --------------------------------------------------------------------------- checks
-def _check_int(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__} {value!r}")
-    return int(value)
-
-
 def _check_d_ks(d_ks: Any) -> tuple[int, ...]:
     if isinstance(d_ks, (str, bytes)) or not isinstance(d_ks, Sequence):
         raise TypeError(f"d_ks must be a sequence of integers; got {type(d_ks).__name__} {d_ks!r}")
@@ -251,7 +245,7 @@ def scaling_explorer(
     n_keys = _v.check_positive_int(n_keys, "n_keys")
     if n_keys < 2:
         raise ValueError(f"n_keys must be at least 2 (one key always gets weight 1); got {n_keys}")
-    seed = _check_int(seed, "seed")
+    seed = _v.check_int(seed, "seed")
     d_ks = _check_d_ks(d_ks)
     factors = _check_factors(factors)
     q_all, K_all = scaling_draws(n_keys, seed)  # (1024,), (n_keys, 1024)
@@ -476,7 +470,7 @@ def variance_explorer(
     n_samples = _v.check_positive_int(n_samples, "n_samples")
     if n_samples < 2:
         raise ValueError(f"n_samples must be at least 2 for a sample variance; got {n_samples}")
-    seed = _check_int(seed, "seed")
+    seed = _v.check_int(seed, "seed")
     d_ks = _check_d_ks(d_ks)
     samples = variance_samples(d_ks, n_samples, seed)
 
