@@ -8,7 +8,8 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.examples` – the book's fixed examples as data
 * :mod:`attnlib.features` – hand-built, named query/key features for a sentence
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
-* :mod:`attnlib.grad` – the analytic backward pass of attention and a small training experiment
+* :mod:`attnlib.grad` – the analytic backward pass of attention
+* :mod:`attnlib.training` – a small training experiment: one layer learns a retrieval task, scaled or not
 * :mod:`attnlib.complexity` – exact operation and memory counts, published model scales, timing
 * :mod:`attnlib.multihead` – heads split and merged, multi-head attention returning a trace of every head
 * :mod:`attnlib.naive` – deliberately naive versions (softmax without the max, loops) for teaching and tests
@@ -36,6 +37,7 @@ from attnlib import (
     stats,
     tiled,
     trace,
+    training,
 )
 from attnlib.baselines import *  # noqa: F403
 from attnlib.complexity import *  # noqa: F403
@@ -52,6 +54,7 @@ from attnlib.positions import *  # noqa: F403
 from attnlib.stats import *  # noqa: F403
 from attnlib.tiled import *  # noqa: F403
 from attnlib.trace import *  # noqa: F403
+from attnlib.training import *  # noqa: F403
 
 __all__ = [
     *baselines.__all__,
@@ -61,6 +64,7 @@ __all__ = [
     *features.__all__,
     *stats.__all__,
     *grad.__all__,
+    *training.__all__,
     *complexity.__all__,
     *tiled.__all__,
     *kvcache.__all__,

@@ -25,8 +25,8 @@ import numpy as np
 
 from attnlib import _validation as _v
 from attnlib.core import causal_mask, scaled_dot_product_attention
-from attnlib.grad import xavier_uniform
 from attnlib.trace import AttentionTrace, trace_attention
+from attnlib.training import xavier_uniform
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadTrace", "MultiHeadAttention"]
 
@@ -247,7 +247,7 @@ class MultiHeadAttention:
         Number of heads ``H``.
     rng : numpy.random.Generator
         The only source of randomness: ``W_Q``, ``W_K``, ``W_V``, ``W_O`` are
-        drawn in that order by :func:`attnlib.grad.xavier_uniform`.
+        drawn in that order by :func:`attnlib.training.xavier_uniform`.
     d_head : int, optional
         Width of each head; default ``d_model // n_heads`` (then ``n_heads``
         must divide ``d_model``).

@@ -828,7 +828,7 @@ def _overflowing_rows():
         "tiled": lambda: tiled_attention(Q, K, V, block_q=1, block_k=1),
         "incremental": lambda: incremental_attention(Q, K, V),
         "KV cache": cached,
-        "backward": lambda: attention_backward(Q, K, V, np.ones((2, 1))),  # its own check (grad.py)
+        "backward": lambda: attention_backward(Q, K, V, np.ones((2, 1))),
     }
 
 

@@ -327,7 +327,7 @@ def test_same_rng_seed_same_layer_and_draw_order():
         assert np.array_equal(getattr(a, name), getattr(b, name))
         assert not np.array_equal(getattr(a, name), getattr(c, name))
     rng = np.random.default_rng(25)
-    from attnlib.grad import xavier_uniform
+    from attnlib.training import xavier_uniform
 
     expected = [xavier_uniform(8, 8, rng) for _ in range(4)]  # W_Q, W_K, W_V, W_O in that order
     for name, W in zip(("W_Q", "W_K", "W_V", "W_O"), expected, strict=True):

@@ -1,4 +1,4 @@
-"""Tests of the retrieval training experiment in attnlib.grad.
+"""Tests of the retrieval training experiment in attnlib.training.
 
 1. ``xavier_uniform``: bounds, variance, determinism;
 2. ``retrieval_batch``: shapes, the query matches its target key, determinism;
@@ -26,14 +26,14 @@ import numpy as np
 import pytest
 
 from attnlib.core import scaled_dot_product_attention
-from attnlib.grad import (
+from attnlib.grad import attention_backward
+from attnlib.training import (
     OPTIMIZERS,
     SCALE_RULES,
     BestRates,
     RetrievalBatch,
     SweepResult,
     TrainingRun,
-    attention_backward,
     identity_form_accuracy,
     learning_rate_sweep,
     median_rate,
