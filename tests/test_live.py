@@ -22,10 +22,10 @@ from attnlib.interactive.live import (
     LiveExplorer,
     explore,
     format_matrix,
+    live_scaling_explorer,
     parse_matrix,
     scale_of,
     scaling_draws,
-    scaling_explorer,
 )
 from attnlib.stats import entropy, max_weight
 from attnlib.trace import trace_attention
@@ -192,7 +192,7 @@ def test_parse_and_scale_errors() -> None:
     assert [v for _, v in SCALES] == ["sqrt", "none", "d_k"]
 
 
-# --------------------------------------------------------------------------- scaling_explorer
+# --------------------------------------------------------------------------- live_scaling_explorer
 def expected_weights(d_k: int, scaled: bool, n_keys: int = 8, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(1024)[:d_k]
@@ -204,7 +204,7 @@ def expected_weights(d_k: int, scaled: bool, n_keys: int = 8, seed: int = 0) -> 
 
 
 def test_scaling_explorer_matches_attnlib_and_stats() -> None:
-    live = scaling_explorer()
+    live = live_scaling_explorer()
     assert set(live.controls) == {"d_k", "scaled"} and live.last_trace is None
     assert live.state["d_k"] == 64 and live.state["scaled"] is True
     for d_k, scaled in [(64, True), (512, True), (512, False), (3, False)]:
@@ -220,7 +220,7 @@ def test_scaling_explorer_matches_attnlib_and_stats() -> None:
 
 
 def test_scaling_explorer_shows_saturation() -> None:
-    live = scaling_explorer(n_keys=8, seed=0)
+    live = live_scaling_explorer(n_keys=8, seed=0)
     live.controls["d_k"].value = 512
     scaled_heights, scaled_max = bar_heights(live, "weights"), live.state["max_weight"]
     live.controls["scaled"].value = False
@@ -232,24 +232,24 @@ def test_scaling_explorer_shows_saturation() -> None:
 def test_scaling_draws_keep_earlier_coordinates() -> None:
     q, K = scaling_draws(4, 7)
     assert q.shape == (1024,) and K.shape == (4, 1024)
-    live = scaling_explorer(n_keys=4, seed=7)
+    live = live_scaling_explorer(n_keys=4, seed=7)
     np.testing.assert_array_equal(live.state["q"], q[:64])
     np.testing.assert_array_equal(live.state["K"], K[:, :64])
 
 
 def test_scaling_explorer_refuses_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"n_keys must be at least 2 \(one key .*\); got 1"):
-        scaling_explorer(n_keys=1)
+        live_scaling_explorer(n_keys=1)
     with pytest.raises(TypeError, match=r"n_keys must be an integer; got float 8\.0"):
-        scaling_explorer(n_keys=8.0)
+        live_scaling_explorer(n_keys=8.0)
     with pytest.raises(TypeError, match=r"seed must be an integer; got float 0\.5"):
-        scaling_explorer(seed=0.5)
+        live_scaling_explorer(seed=0.5)
 
 
 # --------------------------------------------------------------------------- display
 @pytest.mark.parametrize("make", ["explore", "scaling"])
 def test_mimebundle_has_widget_view_and_static_note(make: str, ex) -> None:
-    live = explore(ex.Q, ex.K, ex.V, ex.tokens) if make == "explore" else scaling_explorer()
+    live = explore(ex.Q, ex.K, ex.V, ex.tokens) if make == "explore" else live_scaling_explorer()
     data, metadata = live._repr_mimebundle_()
     assert set(data) == {WIDGET_VIEW_MIMETYPE, "text/html", "text/plain"}
     assert data[WIDGET_VIEW_MIMETYPE]["model_id"] == live.widget.model_id

@@ -14,10 +14,10 @@ nears the viewport) on pages that show such a figure.
 * :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word
   explorer of chapter 2
 * :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance
-  explorers (import ``scaling_explorer`` from that module: the name here is the live one)
+  explorers (:func:`scaling_explorer`, :func:`variance_explorer`)
 * :mod:`attnlib.interactive.beyond_explorers` – chapter 7's causal-mask and heads explorers
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
-  (:func:`explore`, :func:`scaling_explorer`); the static book shows a note instead
+  (:func:`explore`, :func:`live_scaling_explorer`); the static book shows a note instead
 """
 
 from attnlib.interactive import _render, beyond_explorers, live, qkv_explorers, trace_explorers
@@ -25,7 +25,7 @@ from attnlib.interactive._render import *  # noqa: F403
 from attnlib.interactive.beyond_explorers import *  # noqa: F403
 from attnlib.interactive.live import *  # noqa: F403
 from attnlib.interactive.qkv_explorers import *  # noqa: F403
-from attnlib.interactive.scaling_explorers import variance_explorer
+from attnlib.interactive.scaling_explorers import scaling_explorer, variance_explorer
 from attnlib.interactive.trace_explorers import *  # noqa: F403
 
 __all__ = [
@@ -34,5 +34,6 @@ __all__ = [
     *live.__all__,
     *qkv_explorers.__all__,
     *beyond_explorers.__all__,
+    "scaling_explorer",
     "variance_explorer",
 ]

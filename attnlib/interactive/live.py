@@ -9,7 +9,7 @@ redraws with :mod:`attnlib.plots`.
 
 * :func:`explore` – editable ``Q``, ``K``, ``V``, a query picker and a scale
   toggle; draws the weights and prints :meth:`AttentionTrace.explain`.
-* :func:`scaling_explorer` – one random query against ``n_keys`` random keys
+* :func:`live_scaling_explorer` – one random query against ``n_keys`` random keys
   for any ``d_k`` from 1 to 1024, scaled or not; draws the weights with their
   largest weight and entropy.
 
@@ -57,7 +57,7 @@ __all__ = [
     "parse_matrix",
     "scale_of",
     "scaling_draws",
-    "scaling_explorer",
+    "live_scaling_explorer",
 ]
 
 WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
@@ -239,7 +239,7 @@ def _note_html(title: str, what: str) -> str:
 class LiveExplorer:
     """A live explorer: widgets, the state they last computed, and its drawing.
 
-    Build one with :func:`explore` or :func:`scaling_explorer`. Every change
+    Build one with :func:`explore` or :func:`live_scaling_explorer`. Every change
     of a control calls :meth:`redraw`, which reads all the controls, computes
     with attnlib and, if that succeeds, replaces :attr:`state`,
     :attr:`last_trace`, :attr:`figure` and the text; if the input is invalid
@@ -254,12 +254,12 @@ class LiveExplorer:
     state : dict
         What the last successful redraw computed (inputs and results).
     last_trace : AttentionTrace or None
-        The trace drawn by :func:`explore` (None for :func:`scaling_explorer`).
+        The trace drawn by :func:`explore` (None for :func:`live_scaling_explorer`).
     figure : matplotlib.figure.Figure
         The figure of the last successful redraw (not registered with pyplot).
     axes : dict of str to matplotlib Axes
         Its axes by name: ``"weights"`` (heatmap) and ``"row"`` (bars) for
-        :func:`explore`, ``"weights"`` (bars) for :func:`scaling_explorer`.
+        :func:`explore`, ``"weights"`` (bars) for :func:`live_scaling_explorer`.
     text : str
         The text shown under the figure (``trace.explain(i)`` for :func:`explore`).
     error : str or None
@@ -469,7 +469,7 @@ def explore(Q: Any, K: Any, V: Any, tokens: Sequence[str] | None = None) -> Live
 
 # --------------------------------------------------------------------------- scaling
 def scaling_draws(n_keys: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The random query and keys of :func:`scaling_explorer`, for every ``d_k`` at once.
+    """The random query and keys of :func:`live_scaling_explorer`, for every ``d_k`` at once.
 
     ``rng = np.random.default_rng(seed)`` draws the query ``q`` of length
     1024 first, then the keys ``K`` of shape ``(n_keys, 1024)``; the
@@ -482,7 +482,7 @@ def scaling_draws(n_keys: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return q, K
 
 
-def scaling_explorer(n_keys: int = 8, seed: int = 0) -> LiveExplorer:
+def live_scaling_explorer(n_keys: int = 8, seed: int = 0) -> LiveExplorer:
     """Move ``d_k`` and switch the √d_k scaling on and off: watch the softmax saturate.
 
     One standard-normal query against ``n_keys`` standard-normal keys (see
@@ -517,7 +517,7 @@ def scaling_explorer(n_keys: int = 8, seed: int = 0) -> LiveExplorer:
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> live = scaling_explorer()
+    >>> live = live_scaling_explorer()
     >>> live.controls["d_k"].value = 512
     >>> live.controls["scaled"].value = False
     >>> bool(live.state["max_weight"] > 0.9)
