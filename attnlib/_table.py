@@ -182,3 +182,13 @@ class Table(str):
         out.append("</table>" + "".join(
             f'<p class="attnlib-table-note">{html.escape(note)}</p>' for note in self.notes) + "</div>")
         return "\n".join(out)
+
+
+def format_bytes(n_bytes: int) -> str:
+    """``n_bytes`` in binary (IEC) units: B, KiB, MiB, GiB, TiB, three significant digits."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover

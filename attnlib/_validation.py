@@ -292,3 +292,14 @@ def readonly_copy(arr: np.ndarray | None) -> np.ndarray | None:
     out = np.array(arr, copy=True)
     out.flags.writeable = False
     return out
+
+
+def check_float_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as a NumPy floating dtype; ``TypeError`` naming it otherwise."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a NumPy floating dtype such as np.float32; got {dtype!r}") from None
+    if dt.kind != "f":
+        raise TypeError(f"dtype must be a floating dtype (float16/32/64); got {dt}")
+    return dt

@@ -25,12 +25,64 @@ import numpy as np
 
 from attnlib import _validation as _v
 
-__all__ = ["softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask"]
+__all__ = [
+    "softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "SCALE_RULES", "scale_for",
+]
+
+#: The rules for the number the scores are multiplied by, each ``d_k ** -p``: ``"inverse_sqrt"``
+#: (``1/√d_k``, ``p = 1/2``: the paper's rule and attnlib's default), ``"none"`` (``1``, ``p = 0``: raw
+#: scores) and ``"inverse"`` (``1/d_k``, ``p = 1``: the μP rule). The training experiment, the live and
+#: the static explorers all name a scale by these (see :func:`scale_for`).
+SCALE_RULES: tuple[str, ...] = ("inverse_sqrt", "none", "inverse")
+_RULE_EXPONENTS = {"inverse_sqrt": 0.5, "none": 0.0, "inverse": 1.0}
 
 # Batch slices are processed in chunks holding at most this many scores (256 KiB in
 # float32, 512 KiB in float64), a heuristic meant to keep a chunk's scores in a core's
 # cache (not measured here) while small batched problems still go through NumPy in one call.
 _CHUNK_SCORES = 1 << 16
+
+
+def scale_for(d_k: int, rule: str | float = "inverse_sqrt") -> float:
+    """The ``scale`` of the scores, ``d_k ** -p``, for a rule of :data:`SCALE_RULES` or an exponent ``p``.
+
+    Parameters
+    ----------
+    d_k : int
+        The query/key width.
+    rule : str or float
+        A name of :data:`SCALE_RULES`, or the exponent ``p ≥ 0`` itself (the static scaling explorer
+        slides ``p`` from 0 to 1/2).
+
+    Returns
+    -------
+    float
+        ``1/√d_k`` exactly as :func:`scaled_dot_product_attention` computes its default (``p = 1/2``),
+        ``1.0`` (``p = 0``), ``1/d_k`` (``p = 1``), ``d_k ** -p`` otherwise.
+
+    Raises
+    ------
+    TypeError
+        ``d_k`` is not an integer, or ``rule`` is neither a string nor a real number.
+    ValueError
+        ``d_k`` is not positive, ``rule`` names no rule, or the exponent is negative or not finite.
+
+    Examples
+    --------
+    >>> scale_for(16), scale_for(16, "none"), scale_for(16, "inverse"), scale_for(16, 0.25)
+    (0.25, 1.0, 0.0625, 0.5)
+    """
+    d_k = _v.check_positive_int(d_k, "d_k")
+    if isinstance(rule, str):
+        p = _RULE_EXPONENTS[_v.check_choice(rule, "rule", SCALE_RULES)]
+    else:
+        p = _v.check_real(rule, "rule", minimum="non-negative")
+    if p == 0.5:
+        return 1.0 / math.sqrt(d_k)  # the very expression of the default below: the same float
+    if p == 0.0:
+        return 1.0
+    if p == 1.0:
+        return 1.0 / d_k
+    return float(d_k ** -p)
 
 
 def _scores_may_overflow(Q: np.ndarray, K: np.ndarray, scale: float, work: np.dtype) -> bool:
@@ -307,7 +359,7 @@ def scaled_dot_product_attention(
     if is_causal and attn_mask is not None:
         raise ValueError("pass either attn_mask or is_causal=True, not both (as in PyTorch)")
     if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
+        scale = 1.0 / math.sqrt(d_k)  # scale_for(d_k) returns this very float
     dtype = np.result_type(Q, K, V)
     mask = None
     if attn_mask is not None:

@@ -32,9 +32,12 @@ from typing import Any
 import numpy as np
 
 from attnlib import baselines as _baselines
-from attnlib import complexity as _complexity
+from attnlib import counts as _counts
 from attnlib import examples as _examples
+from attnlib import kvcache as _kvcache
+from attnlib import models as _models
 from attnlib import stats as _stats
+from attnlib import variants as _variants
 from attnlib.core import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from attnlib.multihead import MultiHeadAttention
 from attnlib.naive import naive_softmax
@@ -1314,12 +1317,12 @@ _COUNT = {"n_q": 3, "n_k": 5, "d_k": 4, "d_v": 2}
 _COUNT_NAMES = ("multiplications", "additions", "comparisons", "exponentials", "divisions", "FLOPs")
 
 
-def _count_row(c: _complexity.FlopCounts) -> list[int]:
+def _count_row(c: _counts.FlopCounts) -> list[int]:
     return [c.multiplies, c.adds, c.compares, c.exps, c.divides, c.flops]
 
 
 def _count_wrong() -> Candidates:
-    c = _complexity.flop_counts(**_COUNT)
+    c = _counts.flop_counts(**_COUNT)
     n_q, n_k, d_v = _COUNT["n_q"], _COUNT["n_k"], _COUNT["d_v"]
     ladd = _count_row(c)
     extra_adds = n_q * n_k + n_q + n_q * d_v  # one more add per dot product of QK, row sum, AV
@@ -1330,7 +1333,7 @@ def _count_wrong() -> Candidates:
     cmp_n[5] += n_q
     exp_flops = _count_row(c)
     exp_flops[5] += c.exps
-    swapped = _count_row(_complexity.flop_counts(n_k, n_q, _COUNT["d_k"], _COUNT["d_v"]))
+    swapped = _count_row(_counts.flop_counts(n_k, n_q, _COUNT["d_k"], _COUNT["d_v"]))
     return [("flops-sum-l-adds", np.array(ladd)), ("flops-max-n-compares", np.array(cmp_n)),
             ("flops-exp-counted", np.array(exp_flops)), ("flops-swapped", np.array(swapped))]
 
@@ -1340,13 +1343,13 @@ _register(_scalar_exercise(
     "The operations of cross-attention with n_q = 3, n_k = 5, d_k = 4, d_v = 2, in total.",
     "6 whole numbers: multiplications, additions (subtractions included), comparisons, exponentials, "
     "divisions, FLOPs.",
-    lambda: _count_row(_complexity.flop_counts(**_COUNT)), _count_wrong,
+    lambda: _count_row(_counts.flop_counts(**_COUNT)), _count_wrong,
     kind="integer", names=_COUNT_NAMES,
 ))
 
 
-def _llama() -> _complexity.ModelConfig:
-    return next(c for c in _complexity.MODEL_CONFIGS if c.name == "LLaMA-2 70B")
+def _llama() -> _models.ModelConfig:
+    return next(c for c in _models.MODEL_CONFIGS if c.name == "LLaMA-2 70B")
 
 
 def _llama_scores(dtype: Any = np.float16, heads: int | None = None) -> list[float]:
@@ -1354,8 +1357,8 @@ def _llama_scores(dtype: Any = np.float16, heads: int | None = None) -> list[flo
     if heads is not None:
         cfg = replace(cfg, n_heads=heads, n_kv_heads=heads)
     n, d = cfg.max_context, cfg.d_head
-    row = _complexity.attention_scale_table([cfg], dtype_bytes=np.dtype(dtype).itemsize).rows[0]
-    head = _complexity.memory_bytes(n, n, d, d, dtype).score_bytes
+    row = _models.attention_scale_table([cfg], dtype_bytes=np.dtype(dtype).itemsize).rows[0]
+    head = _counts.memory_bytes(n, n, d, d, dtype).score_bytes
     return [head, row.bytes_per_layer, row.bytes_per_forward]
 
 
@@ -1383,7 +1386,7 @@ def _kv_bytes(*, keys_only: bool = False, layers: int | None = None, dtype_bytes
     if layers is not None:
         cfg = replace(cfg, n_layers=layers)
     first = cfg.n_heads if query_heads else cfg.n_kv_heads
-    out = [_complexity.kv_cache_bytes(replace(cfg, n_kv_heads=h), cfg.max_context, dtype_bytes)
+    out = [_kvcache.kv_cache_bytes(replace(cfg, n_kv_heads=h), cfg.max_context, dtype_bytes)
            for h in (first, cfg.n_heads)]
     return [b / 2 for b in out] if keys_only else out
 
@@ -1405,7 +1408,7 @@ _CACHE_BYTES, _BLOCK_D = 256 * 2**10, 64
 
 def _block_bytes(b: int, dtype: Any = np.float32, *, what: str = "all") -> int:
     """Bytes of one step of tiled attention: the b × b tile and b rows of Q, K, V (from memory_bytes)."""
-    m = _complexity.memory_bytes(b, b, _BLOCK_D, _BLOCK_D, dtype)
+    m = _counts.memory_bytes(b, b, _BLOCK_D, _BLOCK_D, dtype)
     inputs, with_scores = m.stage("inputs").bytes, m.stage("scores").bytes
     return {"all": with_scores, "inputs": inputs, "tile": with_scores - inputs}[what]
 
@@ -1563,7 +1566,7 @@ _register(_mask_exercise(
 
 def _window_pairs() -> int:
     ex = _examples.cat_sat_on_mat()
-    return _complexity.attention_variant_costs(len(ex.tokens), ex.d_k, window=2)[1].scores
+    return _variants.attention_variant_costs(len(ex.tokens), ex.d_k, window=2)[1].scores
 
 
 _register(_scalar_exercise(

@@ -20,8 +20,10 @@ import numpy as np
 
 from attnlib import _validation as _v
 from attnlib.core import scaled_dot_product_attention
+from attnlib.models import MODEL_CONFIGS, ModelConfig  # noqa: F401  (MODEL_CONFIGS: the doctest)
 
-__all__ = ["KVCache", "incremental_attention", "DecodeCost", "decode_cost"]
+__all__ = [
+    "KVCache", "incremental_attention", "DecodeCost", "decode_cost", "kv_cache_bytes"]
 
 _DEFAULT_CAPACITY = 16
 
@@ -461,3 +463,47 @@ def decode_cost(m: int, d_k: int, d_v: int, prompt: int = 0) -> DecodeCost:
         macs_with_cache=(p * p + _sum_t(p + 1, p + m)) * per_pair,
         cache_elements=(p + m) * per_pair,
     )
+
+
+def kv_cache_bytes(config: ModelConfig, n_tokens: int, dtype_bytes: int = 2) -> int:
+    """Bytes of the key–value cache of one sequence of ``n_tokens`` tokens.
+
+    ``2 · n_layers · n_kv_heads · d_head · n_tokens · dtype_bytes``: a key and
+    a value (the 2) of ``d_head`` numbers per token, per key–value head, per
+    layer. This is :attr:`attnlib.kvcache.DecodeCost.cache_elements` (for
+    ``d_k = d_v = d_head``) times ``n_layers · n_kv_heads · dtype_bytes``.
+    Grouped-query attention (``n_kv_heads < n_heads``) shrinks it by
+    ``n_heads / n_kv_heads``.
+
+    Parameters
+    ----------
+    config : ModelConfig
+        The model, e.g. an entry of :data:`attnlib.models.MODEL_CONFIGS`.
+    n_tokens : int
+        Tokens held in the cache (prompt and generated).
+    dtype_bytes : int
+        Bytes per number: 2 for float16/bfloat16 (the default), 4 for float32.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not a :class:`attnlib.models.ModelConfig`, or ``n_tokens`` or
+        ``dtype_bytes`` is not an integer.
+    ValueError
+        ``n_tokens`` or ``dtype_bytes`` is not positive.
+
+    Examples
+    --------
+    >>> llama = next(c for c in MODEL_CONFIGS if c.name == "LLaMA-2 70B")
+    >>> kv_cache_bytes(llama, 4096) / 2**30  # 2 · 80 · 8 · 128 · 4096 · 2 bytes
+    1.25
+    """
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"config must be a ModelConfig (e.g. MODEL_CONFIGS[0]); got {type(config).__name__}")
+    n_tokens = _v.check_positive_int(n_tokens, "n_tokens")
+    dtype_bytes = _v.check_positive_int(dtype_bytes, "dtype_bytes")
+    return 2 * config.n_layers * config.n_kv_heads * config.d_head * n_tokens * dtype_bytes

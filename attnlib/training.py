@@ -6,10 +6,10 @@ among ``n_keys − 1`` distractors (:func:`retrieval_batch`). The loss is a mean
 attention *output*, as in a real network, so every gradient passes through the softmax Jacobian
 (:func:`retrieval_loss_and_grads`, checked against finite differences and autograd).
 :func:`train_retrieval` trains one layer from Xavier-uniform initialisation with plain SGD or Adam
-under one of :data:`SCALE_RULES`; :func:`learning_rate_sweep` repeats it over ``d_k``, scale rules,
-learning rates and seeds, and its :class:`SweepResult` chooses each seed's best rate on a validation
-batch (:class:`BestRates` reports the chosen runs on a separate test batch, and the median and range
-of the rates over the seeds). :meth:`SweepResult.relative_change` compares a sweep with its rerun
+under one of :data:`~attnlib.core.SCALE_RULES`; :func:`learning_rate_sweep` repeats it over ``d_k``,
+scale rules, learning rates and seeds, and its :class:`SweepResult` chooses each seed's best rate on a
+validation batch (:class:`BestRates` reports the chosen runs on a separate test batch, and the median and
+range of the rates over the seeds). :meth:`SweepResult.relative_change` compares a sweep with its rerun
 from initial weights moved by a few ulps (``init_ulps``), which shows where training is chaotic;
 :func:`identity_form_accuracy` is the accuracy of the form the task is built for, ``W_Q W_Kᵀ = c ·
 I``, and :func:`nearest_key_accuracy` that of the key nearest to the query in distance, which no
@@ -27,13 +27,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from attnlib import _validation as _v
-from attnlib.core import softmax
+from attnlib.core import SCALE_RULES, scale_for, softmax
 
 __all__ = [
     "xavier_uniform",
     "RetrievalBatch",
     "retrieval_batch",
-    "SCALE_RULES",
     "OPTIMIZERS",
     "retrieval_loss_and_grads",
     "TrainingRun",
@@ -46,10 +45,6 @@ __all__ = [
     "learning_rate_sweep",
 ]
 
-
-SCALE_RULES: tuple[str, ...] = ("inverse_sqrt", "none", "inverse")
-"""Scale rules of :func:`train_retrieval`: ``1/√d_k`` (the Transformer's), ``1`` (no
-scaling) and ``1/d_k`` (the choice of μP, the maximal-update parametrisation)."""
 
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 """Optimisers of :func:`train_retrieval`: plain SGD and Adam (β1 = 0.9, β2 = 0.999, ε = 1e-8)."""
@@ -88,10 +83,6 @@ def _check_n_keys(n_keys: Any) -> int:
     if n_keys < 2:
         raise ValueError(f"n_keys must be at least 2 (the matching key and a distractor); got {n_keys}")
     return n_keys
-
-
-def _scale_for(d_k: int, scale_rule: str) -> float:
-    return {"inverse_sqrt": 1.0 / math.sqrt(d_k), "none": 1.0, "inverse": 1.0 / d_k}[scale_rule]
 
 
 def xavier_uniform(fan_in: int, fan_out: int, rng: np.random.Generator) -> np.ndarray:
@@ -411,7 +402,7 @@ class TrainingRun:
     d_k : int
         Width of queries and keys.
     scale_rule : str
-        One of :data:`SCALE_RULES`.
+        One of :data:`attnlib.core.SCALE_RULES`.
     lr : float
         Learning rate.
     seed : int
@@ -499,7 +490,7 @@ def _train_runs(
     """
     configs = [(rule, lr) for rule in scale_rules for lr in lrs]
     n_s, n_c, n_r = len(seeds), len(configs), len(scale_rules)
-    scale = np.array([[_scale_for(d_k, rule) for rule, _ in configs]])  # (1, configs)
+    scale = np.array([[scale_for(d_k, rule) for rule, _ in configs]])  # (1, configs)
     lr = np.array([lr for _, lr in configs])[None, :, None, None]  # (1, configs, 1, 1)
     streams = [np.random.SeedSequence(s).spawn(4) for s in seeds]  # init, data, validation, test
     init_rngs = [np.random.default_rng(ss[_INIT]) for ss in streams]
@@ -514,7 +505,7 @@ def _train_runs(
         for i in (_VALIDATION, _TEST)
     )  # one validation and one test batch per seed
 
-    init = _forward_backward(W0[0], W0[1], val, np.array([[_scale_for(d_k, r) for r in scale_rules]]))
+    init = _forward_backward(W0[0], W0[1], val, np.array([[scale_for(d_k, r) for r in scale_rules]]))
     top = init.P.max(axis=-1)  # (seeds, rules, eval_batch)
 
     m = [np.zeros_like(p) for p in params]
@@ -1250,7 +1241,7 @@ def learning_rate_sweep(
         holds each setting's best rate at ``d_k`` from 8 to 128, with a
         larger rate that is too large for it.
     scale_rules : iterable of str
-        Members of :data:`SCALE_RULES`.
+        Members of :data:`attnlib.core.SCALE_RULES`.
     seeds : iterable of int
         Distinct non-negative seeds; each is one repetition.
     **train_kwargs

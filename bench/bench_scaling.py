@@ -2,9 +2,9 @@
 
 Shape: float32, one head, d = 64, n = n_q = n_k from 256 to 4096 (powers of 2). For each n the
 script times attnlib's scaled_dot_product_attention (median of --repeats calls after a warm-up,
-through attnlib.complexity.time_attention), fits t = c · n^p on log-log axes with a 95% interval
-for p (attnlib.complexity.fit_power_law), and compares the exact FLOPs of attention
-(attnlib.complexity.flop_counts, ≈ 4·n²·d) with those of the four d × d projections that produce
+through attnlib.timing.time_attention), fits t = c · n^p on log-log axes with a 95% interval
+for p (attnlib.timing.fit_power_law), and compares the exact FLOPs of attention
+(attnlib.counts.flop_counts, ≈ 4·n²·d) with those of the four d × d projections that produce
 Q, K, V and the output in a layer (2·n·d·d each, 8·n·d² together), timed here with plain matmuls.
 The n² term overtakes the n·d² term at n = 2·d (for a full layer of width d_model, at
 n = 2·d_model), so over this range attention dominates and its exponent should approach 2.
@@ -25,7 +25,8 @@ import os
 
 import numpy as np
 
-from attnlib.complexity import compare_times, fit_power_law, flop_counts, projection_flops, time_attention
+from attnlib.counts import flop_counts, projection_flops
+from attnlib.timing import compare_times, fit_power_law, time_attention
 
 
 def _median_time_projections(

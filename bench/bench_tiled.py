@@ -4,9 +4,9 @@ Shape: float32, n_q = n_k = 8192, d = 64, no batch. The direct computation holds
 (n, n) score matrix (256 MiB in float32); the tiled one holds one (block_q, block_k) tile.
 Everything is measured in this one run and printed as ratios:
 
-* peak extra memory during the call, from attnlib.complexity.peak_memory (tracemalloc, which
+* peak extra memory during the call, from attnlib.timing.peak_memory (tracemalloc, which
   sees NumPy's allocations; RSS deltas are too noisy), target tiled / direct <= 5 %;
-* time, median of interleaved repeats with tracemalloc off (attnlib.complexity.compare_times),
+* time, median of interleaved repeats with tracemalloc off (attnlib.timing.compare_times),
   target tiled / direct <= 2x;
 * max |tiled - direct|.
 
@@ -30,9 +30,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from attnlib.complexity import compare_times, peak_memory
 from attnlib.core import scaled_dot_product_attention
 from attnlib.tiled import tiled_attention
+from attnlib.timing import compare_times, peak_memory
 
 
 def main() -> None:

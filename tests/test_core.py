@@ -12,6 +12,7 @@ Three layers, as STYLE.md rule 12 asks:
 from __future__ import annotations
 
 import math
+import re
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -836,3 +837,34 @@ def _overflowing_rows():
 def test_scores_overflowing_to_minus_inf_raise_in_every_path(path):
     with pytest.raises(ValueError, match=r"the scores Q Kᵀ · scale overflow float(64|32)"):
         _overflowing_rows()[path]()
+
+
+# --------------------------------------------------------------------------- scale rules
+@pytest.mark.parametrize("d_k", [1, 2, 3, 7, 64, 100, 512])
+def test_scale_rules_are_the_powers_of_d_k_and_the_default_is_the_same_float(d_k):
+    rng = np.random.default_rng(d_k)
+    Q, K, V = (rng.standard_normal((3, d_k)) for _ in range(3))
+    default = scaled_dot_product_attention(Q, K, V)
+    # bit for bit: the training code and the explorers name the default scale by its rule
+    np.testing.assert_array_equal(scaled_dot_product_attention(Q, K, V, scale=core.scale_for(d_k)), default)
+    assert core.scale_for(d_k, "inverse_sqrt") == core.scale_for(d_k, 0.5) == 1 / math.sqrt(d_k)
+    assert core.scale_for(d_k, "none") == core.scale_for(d_k, 0) == 1.0
+    assert core.scale_for(d_k, "inverse") == core.scale_for(d_k, 1) == 1 / d_k
+    assert core.scale_for(d_k, 0.25) == pytest.approx(d_k ** -0.25, rel=1e-15)
+    assert core.SCALE_RULES == ("inverse_sqrt", "none", "inverse")
+
+
+@pytest.mark.parametrize(
+    ("args", "exc", "match"),
+    [
+        ((16, "sqrt"), ValueError, "rule must be one of ('inverse_sqrt', 'none', 'inverse'); got 'sqrt'"),
+        ((16, -0.5), ValueError, "rule must be non-negative; got -0.5"),
+        ((16, float("inf")), ValueError, "rule must be finite; got inf"),
+        ((16, [0.5]), TypeError, "rule must be a real number; got list"),
+        ((0, "none"), ValueError, "d_k must be positive; got 0"),
+        ((2.0, "none"), TypeError, "d_k must be an integer; got float"),
+    ],
+)
+def test_scale_for_bad_input(args, exc, match):
+    with pytest.raises(exc, match=re.escape(match)):
+        core.scale_for(*args)

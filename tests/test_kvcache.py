@@ -5,7 +5,8 @@
    hypothesis, plus a naive loop for the end-aligned mask;
 2. storage: growth by doubling, read-only snapshot views, dtypes;
 3. the cost model against a brute-force count of multiply-adds;
-4. a catalogue of bad inputs, each with its message.
+4. a catalogue of bad inputs, each with its message;
+5. kv_cache_bytes against hand sums for published models.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnlib.core import scaled_dot_product_attention
-from attnlib.kvcache import DecodeCost, KVCache, decode_cost, incremental_attention
+from attnlib.kvcache import DecodeCost, KVCache, decode_cost, incremental_attention, kv_cache_bytes
+from attnlib.models import MODEL_CONFIGS
 
 sdpa = scaled_dot_product_attention
 
@@ -343,3 +345,31 @@ def test_float16_cache_attends_over_long_prefixes_like_float64(n_k: int) -> None
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3)
     assert np.abs(want).max() > 1e-3
+
+
+# ---------------------------------------------------------------- KV-cache size in published models
+def test_kv_cache_bytes_hand_checked():
+    configs = {c.name: c for c in MODEL_CONFIGS}
+    gpt3 = configs["GPT-3 175B"]  # 96 layers, 96 KV heads of 128, context 2048
+    assert kv_cache_bytes(gpt3, 2048) == 2 * 96 * 96 * 128 * 2048 * 2 == 9 * 2**30
+    assert kv_cache_bytes(gpt3, 2048, dtype_bytes=4) == 18 * 2**30
+    llama = configs["LLaMA-2 70B"]  # 80 layers, 8 KV heads of 128, context 4096
+    assert kv_cache_bytes(llama, 4096) == 2 * 80 * 8 * 128 * 4096 * 2 == 5 * 2**28  # 1.25 GiB
+    assert kv_cache_bytes(dataclasses.replace(llama, n_kv_heads=64), 4096) == 10 * 2**30  # without GQA
+    assert kv_cache_bytes(llama, 1) == 2 * 80 * 8 * 128 * 2  # per token: 320 KiB
+    kv = decode_cost(4096, llama.d_head, llama.d_head)  # the notebook's route
+    assert kv.cache_elements * llama.n_layers * llama.n_kv_heads * 2 == kv_cache_bytes(llama, 4096)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: kv_cache_bytes("GPT-3", 2048), TypeError, r"config must be a ModelConfig.*got str"),
+        (lambda: kv_cache_bytes(MODEL_CONFIGS[0], 0), ValueError, r"n_tokens must be positive; got 0"),
+        (lambda: kv_cache_bytes(MODEL_CONFIGS[0], 8, dtype_bytes=-2), ValueError,
+         r"dtype_bytes must be positive; got -2"),
+    ],
+)
+def test_kv_cache_bytes_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -12,7 +12,7 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import SCALE_RULES, scaled_dot_product_attention
 from attnlib.examples import abc, cat_sat_on_mat
 from attnlib.interactive import live as live_module
 from attnlib.interactive.live import (
@@ -24,7 +24,6 @@ from attnlib.interactive.live import (
     format_matrix,
     live_scaling_explorer,
     parse_matrix,
-    scale_of,
     scaling_draws,
 )
 from attnlib.stats import entropy, max_weight
@@ -111,13 +110,13 @@ def test_token_picker_handles_repeated_tokens() -> None:
 
 def test_scale_toggle_gives_attnlibs_weights(live: LiveExplorer, ex) -> None:
     before = heatmap_array(live).copy()
-    for mode, scale in [("none", 1.0), ("d_k", 0.25), ("sqrt", None)]:
+    for mode, scale in [("none", 1.0), ("inverse", 0.25), ("inverse_sqrt", None)]:
         live.controls["scale"].value = mode
         _, W = scaled_dot_product_attention(ex.Q, ex.K, ex.V, scale=scale, return_weights=True)
         np.testing.assert_array_equal(live.last_trace.weights, W, err_msg=f"scale toggle {mode!r}")
         np.testing.assert_allclose(heatmap_array(live), W, err_msg=f"heatmap after scale toggle {mode!r}")
         assert bar_heights(live, "row") == pytest.approx(list(W[0]))
-        assert live.state["scale"] == scale
+        assert live.state["scale"] == (0.5 if scale is None else scale)  # the rule's number, 1/√4
         assert live.last_trace.scale == (0.5 if scale is None else scale)  # 1/√4
         if mode == "none":
             assert not np.allclose(heatmap_array(live), before), "the toggle must change the figure"
@@ -185,11 +184,9 @@ def test_format_and_parse_round_trip_exactly() -> None:
 def test_parse_and_scale_errors() -> None:
     with pytest.raises(ValueError, match=r"Q, row 2, entry 1: 'a' is not a number"):
         parse_matrix("1\na", "Q")
-    with pytest.raises(ValueError, match="unknown scale mode 'half'"):
-        scale_of("half", 4)
     with pytest.raises(ValueError, match=r"format_matrix needs a 2-D matrix; got shape \(3,\)"):
         format_matrix([1.0, 2.0, 3.0])
-    assert [v for _, v in SCALES] == ["sqrt", "none", "d_k"]
+    assert [v for _, v in SCALES] == list(SCALE_RULES)  # one vocabulary with the training code
 
 
 # --------------------------------------------------------------------------- live_scaling_explorer

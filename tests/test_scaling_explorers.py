@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnlib import stats
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import scale_for, scaled_dot_product_attention
 from attnlib.interactive._render import StaticFigure
 from attnlib.interactive.live import scaling_draws
 from attnlib.interactive.scaling_explorers import (
@@ -21,7 +21,6 @@ from attnlib.interactive.scaling_explorers import (
     SCALING_D_KS,
     VARIANCE_D_KS,
     histogram_edges,
-    scale_for,
     scaling_explorer,
     variance_explorer,
 )
@@ -56,8 +55,8 @@ def _weights(d_k: int, scale: float | None, n_keys: int = 8, seed: int = 0) -> n
 def test_defaults() -> None:
     assert SCALING_D_KS == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
     assert FACTORS == (0.0, 0.25, 0.5, 0.75, 1.0)
-    assert scale_for(512, 1.0) is None and scale_for(512, 0.0) == 1.0
-    assert scale_for(512, 0.5) == 512 ** -0.25
+    assert scale_for(512, 1.0 / 2) == 1 / math.sqrt(512) and scale_for(512, 0.0 / 2) == 1.0
+    assert scale_for(512, 0.5 / 2) == 512 ** -0.25
 
 
 @pytest.mark.parametrize("make", [scaling_explorer, variance_explorer])
@@ -160,7 +159,7 @@ def test_combinations_of_the_two_sliders(scaling: StaticFigure) -> None:
             shown = [i for i, v in enumerate(visible) if v]
             assert shown == [k]
             y = factor_steps[j].args[0]["y"][shown[0]]
-            np.testing.assert_allclose(y, _weights(d_k, scale_for(d_k, t)), rtol=0, atol=1e-15)
+            np.testing.assert_allclose(y, _weights(d_k, scale_for(d_k, t / 2)), rtol=0, atol=1e-15)
             summary = scaling.states[(k, j)].summary
             assert summary.startswith(f"d_k = {d_k}, ") and f"largest weight is {max(y):.3f}" in summary
 

@@ -25,11 +25,10 @@ import math
 import numpy as np
 import pytest
 
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import SCALE_RULES, scaled_dot_product_attention
 from attnlib.grad import attention_backward
 from attnlib.training import (
     OPTIMIZERS,
-    SCALE_RULES,
     BestRates,
     RetrievalBatch,
     SweepResult,

@@ -44,7 +44,7 @@ from matplotlib.figure import Figure
 
 from attnlib import _validation as _v
 from attnlib import plots, stats
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import scale_for, scaled_dot_product_attention
 from attnlib.trace import AttentionTrace, trace_attention
 
 __all__ = [
@@ -55,15 +55,14 @@ __all__ = [
     "explore",
     "format_matrix",
     "parse_matrix",
-    "scale_of",
     "scaling_draws",
     "live_scaling_explorer",
 ]
 
 WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 
-#: The scale toggle of :func:`explore`: (button label, value); see :func:`scale_of`.
-SCALES: tuple[tuple[str, str], ...] = (("1/√d_k", "sqrt"), ("none", "none"), ("1/d_k", "d_k"))
+#: The scale toggle of :func:`explore`: (button label, rule of :data:`attnlib.core.SCALE_RULES`).
+SCALES: tuple[tuple[str, str], ...] = (("1/√d_k", "inverse_sqrt"), ("none", "none"), ("1/d_k", "inverse"))
 
 #: The note the static book shows in place of the controls.
 LIVE_NOTE = (
@@ -160,26 +159,6 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
     if not rows:
         raise ValueError(f"{name} is empty: type one row of numbers per line")
     return np.array(rows, dtype=np.float64)  # (n_rows, n_cols)
-
-
-def scale_of(mode: str, d_k: int) -> float | None:
-    """The ``scale`` argument of attnlib for a value of :data:`SCALES`.
-
-    ``"sqrt"`` is ``None`` (attnlib's default, ``1/√d_k``), ``"none"`` is
-    ``1.0`` and ``"d_k"`` is ``1/d_k``.
-
-    Examples
-    --------
-    >>> scale_of("sqrt", 4), scale_of("none", 4), scale_of("d_k", 4)
-    (None, 1.0, 0.25)
-    """
-    if mode == "sqrt":
-        return None
-    if mode == "none":
-        return 1.0
-    if mode == "d_k":
-        return 1.0 / d_k
-    raise ValueError(f"unknown scale mode {mode!r}; valid modes are {', '.join(v for _, v in SCALES)}")
 
 
 # --------------------------------------------------------------------------- the explorer object
@@ -419,7 +398,7 @@ def explore(Q: Any, K: Any, V: Any, tokens: Sequence[str] | None = None) -> Live
             options=[(t, i) for i, t in enumerate(labels)], value=0, description="query",
         ),
         "scale": widgets.ToggleButtons(
-            options=list(SCALES), value="sqrt", description="scale",
+            options=list(SCALES), value="inverse_sqrt", description="scale",
             tooltips=["divide the scores by √d_k (attention as published)", "no scaling",
                       "divide the scores by d_k"],
         ),
@@ -438,7 +417,7 @@ def explore(Q: Any, K: Any, V: Any, tokens: Sequence[str] | None = None) -> Live
                 f"Q has {Qe.shape[0]} rows but there are {len(labels)} tokens ({', '.join(labels)}): "
                 "one row per query token"
             )
-        scale = scale_of(values["scale"], Qe.shape[1])
+        scale = scale_for(Qe.shape[1], values["scale"])
         tr = trace_attention(Qe, Ke, Ve, tokens=labels, scale=scale)
         i = int(values["token"])
         return {"Q": Qe, "K": Ke, "V": Ve, "i": i, "scale_mode": values["scale"], "scale": scale,

@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 
 from attnlib import _validation as _v
 from attnlib import stats
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import scale_for, scaled_dot_product_attention
 from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
 from attnlib.interactive.live import scaling_draws
 from attnlib.plots import PALETTE
@@ -39,7 +39,6 @@ __all__ = [
     "SCALING_D_KS",
     "VARIANCE_D_KS",
     "histogram_edges",
-    "scale_for",
     "scaling_explorer",
     "variance_explorer",
     "variance_samples",
@@ -47,7 +46,8 @@ __all__ = [
 
 #: Default ``d_k`` of :func:`scaling_explorer`: the powers of 2 from 1 to 1024.
 SCALING_D_KS: tuple[int, ...] = tuple(2**p for p in range(11))
-#: Default exponents ``t`` of the scale ``d_k^(−t/2)``: 0 is raw scores, 1 is ``1/√d_k``.
+#: Default exponents ``t`` of the scale ``d_k^(−t/2)`` (``scale_for(d_k, t / 2)``): 0 is raw scores, 1 is
+#: ``1/√d_k``.
 FACTORS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Default ``d_k`` of :func:`variance_explorer`.
 VARIANCE_D_KS: tuple[int, ...] = (1, 4, 16, 64, 256, 1024)
@@ -102,24 +102,6 @@ def _check_factors(factors: Any) -> tuple[float, ...]:
     return tuple(out)
 
 
-def scale_for(d_k: int, t: float) -> float | None:
-    """The ``scale`` argument of :func:`~attnlib.core.scaled_dot_product_attention` for ``d_k^(−t/2)``.
-
-    ``t = 1`` gives ``None`` (attnlib's own ``1/√d_k``), ``t = 0`` gives ``1.0``
-    (raw scores), anything between ``d_k ** (-t / 2)``.
-
-    Examples
-    --------
-    >>> scale_for(512, 1.0) is None, scale_for(512, 0.0), scale_for(16, 0.5)
-    (True, 1.0, 0.5)
-    """
-    if t == 1.0:
-        return None
-    if t == 0.0:
-        return 1.0
-    return float(d_k ** (-t / 2))
-
-
 def _t_label(t: float) -> str:
     if t == 0.0:
         return "0 raw"
@@ -143,7 +125,8 @@ def _scaling_state(
 ) -> tuple[dict[str, Any], ExplorerState]:
     """One state of :func:`scaling_explorer`: the plotted bars and the state in words and numbers."""
     n_keys = len(keys)
-    _, W = scaled_dot_product_attention(q, K, np.eye(n_keys), scale=scale_for(d_k, t), return_weights=True)
+    scale = scale_for(d_k, t / 2)  # d_k^(-t/2)
+    _, W = scaled_dot_product_attention(q, K, np.eye(n_keys), scale=scale, return_weights=True)
     w = W[0]  # (n_keys,)
     scores = (q @ K.T)[0]  # (n_keys,) raw dot products
     factor = d_k ** (-t / 2)
@@ -190,7 +173,7 @@ def scaling_explorer(
     :func:`attnlib.interactive.live.scaling_draws` (``seed``): for each ``d_k``
     the first ``d_k`` coordinates, so the row changes smoothly as ``d_k``
     grows. For each ``d_k`` and each factor ``t`` the weights are
-    ``scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, t))``: scale
+    ``scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, t / 2))``: scale
     ``d_k^(−t/2)``, from raw scores (``t = 0``) to ``1/√d_k`` (``t = 1``).
     Each state says its :func:`~attnlib.stats.max_weight` and
     :func:`~attnlib.stats.entropy` in words, shows the arithmetic line by line
