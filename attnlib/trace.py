@@ -187,8 +187,10 @@ class AttentionTrace:
         return self.scale == 1.0 / math.sqrt(self.d_k)
 
     # -- public ------------------------------------------------------------
-    def explain(self, i: int | str, decimals: int = 4) -> str:
-        """Query ``i``'s attention written out as one would compute it by hand.
+    def explain_steps(self, i: int | str, decimals: int = 4) -> dict[str, list[str]]:
+        """Query ``i``'s attention written out as one would compute it by hand, step by step.
+
+        The steps :meth:`explain` prints, as data: the explorers show each on its own.
 
         Parameters
         ----------
@@ -200,13 +202,13 @@ class AttentionTrace:
 
         Returns
         -------
-        str
-            Seven numbered steps: (1) the query vector, (2) each dot product
-            term by term, (3) the scaling, (4) the exponentials, (5) their
-            sum, (6) the weights and (7) the weighted sum of value rows.
-            Masked keys stay in the list, marked as masked, with weight 0.
-            The printed weights and output are ``weights[i]`` and
-            ``output[i]`` rounded to ``decimals``.
+        dict
+            Step number to the step's lines, its heading first: ``"0"`` (one line naming the query),
+            then ``"1"`` the query vector, ``"2"`` each dot product term by term, ``"3"`` the scaling,
+            ``"4"`` the exponentials, ``"5"`` their sum, ``"6"`` the weights and ``"7"`` the weighted
+            sum of value rows; a query whose keys are all masked has ``"4-6"`` in place of 4 to 6.
+            Masked keys stay in the lists, marked as masked, with weight 0. The printed weights and
+            output are ``weights[i]`` and ``output[i]`` rounded to ``decimals``.
 
         Raises
         ------
@@ -224,12 +226,12 @@ class AttentionTrace:
         >>> from attnlib.examples import cat_sat_on_mat
         >>> ex = cat_sat_on_mat()
         >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
-        >>> lines = tr.explain("cat").splitlines()
-        >>> print(lines[6])
+        >>> steps = tr.explain_steps("cat")
+        >>> print(steps["2"][1])
           q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0
-        >>> print(lines[13])
+        >>> print(steps["3"][1])
           s[The] = 3.0 / √4 = 1.5000
-        >>> print(lines[33])
+        >>> print(steps["6"][1])
           w[The] = 4.4817 / 11.1327 = 0.4026
         """
         d = _v.check_decimals(decimals)
@@ -241,26 +243,27 @@ class AttentionTrace:
         kw = max(len(k) for k in keys)
         at = lambda j, fmt: fmt.format(keys[j]).ljust(len(fmt.format("")) + kw)  # noqa: E731 - aligned labels
 
-        lines = [
-            f"Query {r} {tok!r}: attention over {self.n_k} keys, d_k = {self.d_k}, d_v = {self.d_v}",
-            "",
-            "1. The query vector",
-            f"  q = Q[{tok}] = {_vector(self.Q[r], _compact, d)}",
-            "",
-            "2. Dot product with each key, term by term: the raw scores",
-        ]
+        steps: dict[str, list[str]] = {
+            "0": [f"Query {r} {tok!r}: attention over {self.n_k} keys, d_k = {self.d_k}, d_v = {self.d_v}"],
+            "1": ["1. The query vector", f"  q = Q[{tok}] = {_vector(self.Q[r], _compact, d)}"],
+        }
+
+        def step(number: str, heading: str) -> list[str]:
+            steps[number] = [f"{number}. {heading}"]
+            return steps[number]
+
+        lines = step("2", "Dot product with each key, term by term: the raw scores")
         for j in range(self.n_k):
             terms = " + ".join(f"({cp(a)})({cp(b)})" for a, b in zip(self.Q[r], self.K[j], strict=True))
             lines.append(f"  {at(j, 'q·k[{}]')} = {terms} = {cp(self.scores[r, j])}")
 
         # 3. scaling (and the additive mask, if any)
-        lines.append("")
         if self._is_default_scale():
             root = f"√{self.d_k}"
-            lines.append(f"3. Scale: divide by √d_k = {root} = {cp(math.sqrt(self.d_k))}")
+            lines = step("3", f"Scale: divide by √d_k = {root} = {cp(math.sqrt(self.d_k))}")
             scaled = lambda j: f"{cp(self.scores[r, j])} / {root}"  # noqa: E731
         else:
-            lines.append(f"3. Scale: multiply by the given scale {cp(self.scale)} (instead of 1/√d_k)")
+            lines = step("3", f"Scale: multiply by the given scale {cp(self.scale)} (instead of 1/√d_k)")
             scaled = lambda j: f"{cp(self.scores[r, j])} × {cp(self.scale)}"  # noqa: E731
         scaled_only = self.scores[r] * self.scores.dtype.type(self.scale)
         with np.errstate(invalid="ignore"):
@@ -273,22 +276,19 @@ class AttentionTrace:
             lines.append(f"  {at(j, 's[{}]')} = {scaled(j)}{plus} = {fx(self.scaled_scores[r, j])}")
 
         if not allowed.any():
-            lines += [
-                "",
-                "4-6. Every key is masked for this query: there is nothing to attend to.",
-                "  attnlib gives all weights 0 and a zero output (as PyTorch does since 2.5; NaN before).",
-                "",
-                "7. Output",
+            step("4-6", "Every key is masked for this query: there is nothing to attend to.").append(
+                "  attnlib gives all weights 0 and a zero output (as PyTorch does since 2.5; NaN before).")
+            step("7", "Output").extend([
                 f"  out[{tok}] = (no value row is added: every weight is 0)",
                 f"  {' ' * len(f'out[{tok}]')} = {_vector(self.output[r], _fixed, d)}",
-            ]
-            return "\n".join(lines)
+            ])
+            return steps
 
         # 4. exponentials: of s itself when readable, else of s - max (as the code does)
         s = self.scaled_scores[r].astype(np.float64)
         peak = float(s[allowed].max())
         shifted = not (10.0 ** (1 - d) <= math.exp(min(peak, 700.0)) <= _MAX_READABLE_EXP)
-        lines += ["", "4. Exponentials"]
+        lines = step("4", "Exponentials")
         if shifted:
             lines.append(
                 f"  The scaled scores are too large or too small to exponentiate legibly (max {fx(peak)}),"
@@ -336,14 +336,14 @@ class AttentionTrace:
 
         # 5. sum
         total = float(e.sum())
-        lines += ["", "5. Their sum"]
+        lines = step("5", "Their sum")
         added = " + ".join(fx(e[j]) for j in range(self.n_k) if allowed[j])
         lines.append(f"  sum = {added} = {fx(total)}")
         note_slip(fx(sum(float(fx(e[j])) for j in range(self.n_k) if allowed[j])) != fx(total))
 
         # 6. weights, printed from self.weights (core's numbers)
         w = self.weights[r]
-        lines += ["", "6. Weights: each exponential divided by the sum"]
+        lines = step("6", "Weights: each exponential divided by the sum")
         slip = False
         for j in range(self.n_k):
             if not allowed[j]:
@@ -353,7 +353,7 @@ class AttentionTrace:
             slip |= _fixed(float(fx(e[j])) / float(fx(total)), d) != fx(w[j])
 
         # 7. weighted sum of the value rows
-        lines += ["", "7. Output: the weights times the value rows, added up"]
+        lines = step("7", "Output: the weights times the value rows, added up")
         terms = [
             (f"{fx(w[j])}×{_vector(self.V[j], _compact, d)}", keys[j])
             for j in range(self.n_k)
@@ -372,7 +372,44 @@ class AttentionTrace:
         by_hand = sum(float(fx(w[j])) * self.V[j].astype(np.float64) for j in range(self.n_k) if allowed[j])
         slip |= _vector(by_hand, _fixed, d) != _vector(self.output[r], _fixed, d)
         note_slip(slip)
-        return "\n".join(lines)
+        return steps
+
+    def explain(self, i: int | str, decimals: int = 4) -> str:
+        """Query ``i``'s attention written out as one would compute it by hand: :meth:`explain_steps`,
+        one paragraph per step.
+
+        Parameters
+        ----------
+        i : int or str
+            Query index (negative counts from the end) or query token label.
+        decimals : int
+            Decimals of computed numbers. Inputs (Q, K, V entries and the raw
+            dot products) print compactly: ``1.0``, ``0.5``, ``0.1235``.
+
+        Returns
+        -------
+        str
+            Seven numbered steps: (1) the query vector, (2) each dot product
+            term by term, (3) the scaling, (4) the exponentials, (5) their
+            sum, (6) the weights and (7) the weighted sum of value rows.
+
+        Raises
+        ------
+        KeyError, IndexError, ValueError, TypeError
+            As :meth:`explain_steps`.
+
+        Examples
+        --------
+        >>> from attnlib.examples import cat_sat_on_mat
+        >>> ex = cat_sat_on_mat()
+        >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+        >>> lines = tr.explain("cat").splitlines()
+        >>> print(lines[6])
+          q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0
+        >>> print(lines[33])
+          w[The] = 4.4817 / 11.1327 = 0.4026
+        """
+        return "\n\n".join("\n".join(lines) for lines in self.explain_steps(i, decimals).values())
 
     def table(self, stage: str, decimals: int = 4) -> Table:
         """One stage of the computation as a labelled fixed-width matrix.

@@ -14,7 +14,6 @@ from attnlib.interactive import (
     PLOTLY_MIMETYPE,
     STEPS,
     StaticFigure,
-    explain_blocks,
     hover_heatmap,
     pipeline_stepper,
 )
@@ -81,7 +80,7 @@ def test_stepper_has_every_state_and_each_equals_the_trace(tr) -> None:
             assert list(traces["x"][i]) == expected_x
             state = sf.states[(i, s)]
             lines = "\n".join(state.lines)
-            for line in explain_blocks(tr, i)["7" if stage == "output" else "2" if stage == "scores" else
+            for line in tr.explain_steps(i)["7" if stage == "output" else "2" if stage == "scores" else
                                            "3" if stage == "scaled_scores" else "6"][1:]:
                 assert line.strip() in lines, f"{stage}, query {tr.tokens[i]}: {line!r} missing"
             assert state.summary.startswith(f"Query “{tr.tokens[i]}”, step {s + 1} of 4, ")

@@ -11,7 +11,6 @@ from attnlib.core import scaled_dot_product_attention
 from attnlib.examples import cat_sat_on_mat, cat_sits
 from attnlib.features import HandFeatures, animal_street
 from attnlib.interactive.qkv_explorers import PHASES, qkv_phases, qkv_stepper, word_explorer, word_notes
-from attnlib.interactive.trace_explorers import explain_blocks
 from attnlib.trace import trace_attention
 
 SENTENCE = ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired")
@@ -192,7 +191,7 @@ def test_stepper_phases_equal_attnlib(tr_cs) -> None:
     # the arithmetic is explain()'s
     text = "\n".join(sf.states[(4,)].lines)
     for i in range(tr_cs.n_q):
-        for line in explain_blocks(tr_cs, i)["6"][1:] + explain_blocks(tr_cs, i)["7"][1:]:
+        for line in tr_cs.explain_steps(i)["6"][1:] + tr_cs.explain_steps(i)["7"][1:]:
             assert line.strip() in text
     assert "k[Cat] = x[Cat] W_K = 1.0×[1.0, 1.0] + 0.0×[0.0, 1.0] + 1.0×[1.0, 0.0] = [2.0, 1.0]" in (
         "\n".join(sf.states[(1,)].lines)

@@ -489,3 +489,18 @@ def test_table_alignment_defaults_to_numbers_right_and_survives_copy_and_pickle(
         assert type(clone) is Table and clone == t and clone._repr_html_() == t._repr_html_()
     long = Table("t", columns=("k", "meaning"), rows=(("0", "x" * 40),))
     assert '<td class="wrap" style="text-align: left;">' in long._repr_html_()  # long text may wrap
+
+
+def test_explanation_steps_are_data_and_explain_prints_them():
+    ex = cat_sat_on_mat()
+    tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens, attn_mask=causal_mask(len(ex.tokens)))
+    for i in range(tr.n_q):
+        steps = tr.explain_steps(i)
+        assert list(steps) == ["0", "1", "2", "3", "4", "5", "6", "7"]
+        for number, lines in list(steps.items())[1:]:
+            assert lines[0].startswith(f"{number}. ") and all(line.strip() for line in lines)
+        assert tr.explain(i) == "\n\n".join("\n".join(lines) for lines in steps.values())
+        # one line per key in the dot products, the scaled scores and the weights
+        assert len(steps["2"]) == len(steps["3"]) == len(steps["6"]) == 1 + tr.n_k
+    nothing = trace_attention(ex.Q, ex.K, ex.V, attn_mask=np.zeros((len(ex.tokens), len(ex.tokens)), dtype=bool))
+    assert list(nothing.explain_steps(0)) == ["0", "1", "2", "3", "4-6", "7"]

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 
 from attnlib.examples import Example
 from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
-from attnlib.interactive.trace_explorers import _named, explain_blocks
+from attnlib.interactive.trace_explorers import _named
 from attnlib.plots import PALETTE
 from attnlib.trace import AttentionTrace, trace_attention
 
@@ -135,7 +135,7 @@ def qkv_phases(example: Example) -> list[dict[str, Any]]:
     feats = [f"f{c}" for c in range(X.shape[1])]
     dk = [f"d{c}" for c in range(Q.shape[1])]
     dv = [f"d{c}" for c in range(V.shape[1])]
-    blocks = [explain_blocks(tr, i) for i in range(tr.n_q)]
+    blocks = [tr.explain_steps(i) for i in range(tr.n_q)]
 
     def explain_lines(i: int, keys: Sequence[str]) -> list[str]:
         lines = [f"query {toks[i]}:"]

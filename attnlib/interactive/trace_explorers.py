@@ -17,7 +17,6 @@ printed explanation can never disagree.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
 from attnlib.plots import CMAP, PALETTE
 from attnlib.trace import AttentionTrace
 
-__all__ = ["STEPS", "explain_blocks", "hover_heatmap", "pipeline_stepper"]
+__all__ = ["STEPS", "hover_heatmap", "pipeline_stepper"]
 
 #: The steps of :func:`pipeline_stepper`: (trace attribute, label, title).
 STEPS: tuple[tuple[str, str, str], ...] = (
@@ -38,7 +37,6 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 )
 # Which blocks of explain(i) each step writes out.
 _STEP_BLOCKS = {"scores": ("1", "2"), "scaled_scores": ("3",), "weights": ("4", "5", "6"), "output": ("7",)}
-_HEADER = re.compile(r"^(\d+(?:-\d+)?)\. ")
 _MONO = "Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
 _TEXT = "#222222"  # on the figure's light card, in light and dark mode alike
 _GRID = "#e3e3e3"
@@ -50,37 +48,6 @@ def _check_trace(trace: Any) -> AttentionTrace:
     if not isinstance(trace, AttentionTrace):
         raise TypeError(f"trace must be an AttentionTrace (see trace_attention); got {type(trace).__name__}")
     return trace
-
-
-def explain_blocks(trace: AttentionTrace, i: int) -> dict[str, list[str]]:
-    """``trace.explain(i)`` split into its numbered blocks.
-
-    Returns
-    -------
-    dict
-        Block number (``"1"`` to ``"7"``, or ``"4-6"`` for a row whose keys
-        are all masked) to the block's lines, its heading first. The lines
-        before block 1 are under ``"0"``.
-
-    Examples
-    --------
-    >>> from attnlib.examples import cat_sat_on_mat
-    >>> from attnlib.trace import trace_attention
-    >>> ex = cat_sat_on_mat()
-    >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
-    >>> explain_blocks(tr, 1)["2"][1]
-    '  q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0'
-    """
-    blocks: dict[str, list[str]] = {"0": []}
-    current = "0"
-    for line in _check_trace(trace).explain(i).splitlines():
-        match = _HEADER.match(line)
-        if match:
-            current = match.group(1)
-            blocks[current] = []
-        if line.strip():
-            blocks[current].append(line)
-    return blocks
 
 
 def _step_lines(blocks: dict[str, list[str]], stage: str) -> list[str]:
@@ -216,7 +183,7 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
     """
     tr = _check_trace(trace)
     n_q = tr.n_q
-    blocks = [explain_blocks(tr, i) for i in range(n_q)]
+    blocks = [tr.explain_steps(i) for i in range(n_q)]
     dims = [f"d{c}" for c in range(tr.d_v)]
 
     stages = []  # one per step: x, y and bar labels of every query, axis titles, y range
@@ -386,7 +353,7 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
     '  weight = 4.4817 / 11.1327 = 0.4026'
     """
     tr = _check_trace(trace)
-    custom = [[list(cell) for cell in _hover_lines(explain_blocks(tr, i), tr.n_k)] for i in range(tr.n_q)]
+    custom = [[list(cell) for cell in _hover_lines(tr.explain_steps(i), tr.n_k)] for i in range(tr.n_q)]
     W = tr.weights  # (n_q, n_k)
     allowed = np.ones(W.shape, dtype=bool) if tr.mask is None else tr.mask  # (n_q, n_k)
     z = [_finite(np.where(allowed[i], W[i], np.nan)) for i in range(tr.n_q)]

@@ -20,7 +20,7 @@ from explorer_helpers import assert_books_plotly, assert_clean, choose, plain, s
 from test_pages import PageLog
 
 from attnlib.examples import cat_sat_on_mat
-from attnlib.interactive import STEPS, explain_blocks
+from attnlib.interactive import STEPS
 from attnlib.interactive._render import _rounded as as_plotted  # the figure's rounding
 from attnlib.trace import trace_attention
 
@@ -84,7 +84,7 @@ def test_buttons_and_slider_switch_states(chapter: tuple[Any, PageLog], tr: Any)
     assert f"the largest, {tr.weights[cat].max():.4f}, is on “The”" in shown["summary"]
     assert shown["live"] == shown["summary"]
     lines = plain(shown["lines"])
-    for line in explain_blocks(tr, cat)["6"][1:]:  # "w[The] = 4.4817 / 11.1327 = 0.4026", ...
+    for line in tr.explain_steps(cat)["6"][1:]:  # "w[The] = 4.4817 / 11.1327 = 0.4026", ...
         assert line.strip() in lines, f"{line.strip()!r} not shown; shown: {lines[:300]}"
     (table,) = shown["tables"]
     assert table[0] == ["key", "raw score q·k", "scaled q·k / √d_k", "weight"]
