@@ -25,7 +25,8 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.data` – data files the chapters read, shipped inside the package
 """
 
-from attnlib import (
+# The modules, as attnlib.<module> (the chapters' imports name them).
+from attnlib import (  # noqa: F401
     baselines,
     core,
     counts,
@@ -45,45 +46,54 @@ from attnlib import (
     training,
     variants,
 )
-from attnlib.baselines import *  # noqa: F403
-from attnlib.core import *  # noqa: F403
-from attnlib.counts import *  # noqa: F403
-from attnlib.examples import *  # noqa: F403
+
+# The top level holds what a reader calls in the chapters, by the chapter that introduces it; every
+# other public name (tables' row types, cost models, helpers) is imported from its module, e.g.
+# ``from attnlib.counts import memory_bytes``. tests/test_core.py::test_top_level_is_lean checks the list.
+from attnlib.core import (
+    SCALE_RULES,
+    causal_mask,
+    padding_mask,
+    scale_for,
+    scaled_dot_product_attention,
+    softmax,
+)
+from attnlib.examples import Example, cat_sat_on_mat, cat_sits, three_directions
 from attnlib.exercises import check
-from attnlib.features import *  # noqa: F403
-from attnlib.grad import *  # noqa: F403
-from attnlib.kvcache import *  # noqa: F403
-from attnlib.models import *  # noqa: F403
-from attnlib.multihead import *  # noqa: F403
-from attnlib.naive import *  # noqa: F403
-from attnlib.plots import *  # noqa: F403
-from attnlib.positions import *  # noqa: F403
-from attnlib.stats import *  # noqa: F403
-from attnlib.tiled import *  # noqa: F403
-from attnlib.timing import *  # noqa: F403
-from attnlib.trace import *  # noqa: F403
-from attnlib.training import *  # noqa: F403
-from attnlib.variants import *  # noqa: F403
+from attnlib.kvcache import KVCache, incremental_attention
+from attnlib.multihead import MultiHeadAttention
+from attnlib.stats import (
+    dot_product_samples,
+    dot_product_variance,
+    entropy,
+    jacobian_norm,
+    max_weight,
+    saturation_stats,
+    softmax_jacobian,
+    variance_with_ci,
+)
+from attnlib.tiled import tiled_attention
+from attnlib.trace import AttentionTrace, trace_attention
+from attnlib.training import (
+    identity_form_accuracy,
+    learning_rate_sweep,
+    nearest_key_accuracy,
+    train_retrieval,
+)
 
 __all__ = [
-    *baselines.__all__,
-    *core.__all__,
-    *trace.__all__,
-    *examples.__all__,
-    *features.__all__,
-    *stats.__all__,
-    *grad.__all__,
-    *training.__all__,
-    *counts.__all__,
-    *models.__all__,
-    *timing.__all__,
-    *variants.__all__,
-    *tiled.__all__,
-    *kvcache.__all__,
-    *multihead.__all__,
-    *naive.__all__,
-    *positions.__all__,
-    *plots.__all__,
+    # computing attention (chapters 1, 2, 5)
+    "softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "SCALE_RULES", "scale_for",
+    "trace_attention", "AttentionTrace", "MultiHeadAttention",
+    # the book's examples (chapters 1, 2, 4)
+    "Example", "cat_sat_on_mat", "three_directions", "cat_sits",
+    # why √d_k (chapter 3)
+    "dot_product_samples", "dot_product_variance", "variance_with_ci", "entropy", "max_weight",
+    "saturation_stats", "softmax_jacobian", "jacobian_norm",
+    "train_retrieval", "learning_rate_sweep", "nearest_key_accuracy", "identity_form_accuracy",
+    # beyond one call (chapters 5-7)
+    "tiled_attention", "KVCache", "incremental_attention",
+    # the exercises
     "check",
 ]
 

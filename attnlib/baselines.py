@@ -435,7 +435,7 @@ class ScoreCost:
 
     @property
     def flops(self) -> int:
-        """``multiplies + adds``; tanhs are counted on their own, like exps in :mod:`attnlib.complexity`."""
+        """``multiplies + adds``; tanhs are counted on their own, like exps in :mod:`attnlib.counts`."""
         return self.multiplies + self.adds
 
 
@@ -474,7 +474,7 @@ class ScoreCosts:
 def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> ScoreCosts:
     """Exact operation counts of additive and of dot-product scoring.
 
-    The convention is that of :func:`attnlib.complexity.flop_counts`: a dot
+    The convention is that of :func:`attnlib.counts.flop_counts`: a dot
     product of length ``L`` is ``L`` multiplies and ``L − 1`` adds.
 
     **Additive**, ``S_ij = tanh(q_i W_q + k_j W_k) · v`` with queries and keys
@@ -493,7 +493,7 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> ScoreCosts:
 
     **Dot-product**, ``S = Q Kᵀ`` as one matrix product: ``n_q·n_k·d_k``
     multiplies and ``n_q·n_k·(d_k−1)`` adds. The scale ``1/√d_k`` is left out
-    (it is counted in :func:`attnlib.complexity.flop_counts`); so are the
+    (it is counted in :func:`attnlib.counts.flop_counts`); so are the
     projections ``X W_Q`` and ``X W_K`` that produce ``Q`` and ``K`` in a
     transformer, which are per token, not per pair.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Example", "cat_sat_on_mat", "abc", "cat_sits"]
+__all__ = ["Example", "cat_sat_on_mat", "three_directions", "cat_sits"]
 
 
 def _frozen(rows: list[list[float]]) -> np.ndarray:
@@ -106,7 +106,7 @@ def cat_sat_on_mat() -> Example:
     )
 
 
-def abc() -> Example:
+def three_directions() -> Example:
     """A/B/C: 3 tokens in 2-D, small enough to draw and to compute by hand.
 
     The queries point east (A), north-east (B) and north (C); the keys point
@@ -115,7 +115,7 @@ def abc() -> Example:
 
     Examples
     --------
-    >>> ex = abc()
+    >>> ex = three_directions()
     >>> ex.Q.tolist()
     [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]
     """

@@ -3,7 +3,7 @@
 ``check(label, answer)`` compares a learner's answer to one of the book's exercises with a
 reference that is **computed at check time** from the exercise's inputs (the book's examples,
 :func:`attnlib.trace_attention`, :func:`attnlib.causal_mask`, the counting functions of
-:mod:`attnlib.complexity`, ...). Nothing here stores an answer: the registry holds the inputs,
+:mod:`attnlib.counts`, ...). Nothing here stores an answer: the registry holds the inputs,
 a sentence saying what to submit, and functions.
 
 On a wrong answer it recomputes the classic wrong answers from the same inputs (scaled by
@@ -424,7 +424,7 @@ def _attend(
     """Attention computed step by step, with switches for each classic mistake.
 
     ``transpose_k=False`` multiplies ``Q @ K``; ``axis=0`` normalises over the queries;
-    ``stable=False`` uses :func:`attnlib.naive_softmax`; ``mask_mode`` is ``"inf"``
+    ``stable=False`` uses :func:`attnlib.naive.naive_softmax`; ``mask_mode`` is ``"inf"``
     (correct), ``"zero"`` (forbidden scores set to 0) or ``"after"`` (unmasked softmax,
     then forbidden weights set to 0). Returns the scores, scaled scores, weights and output.
     """
@@ -936,7 +936,7 @@ _register(_scalar_exercise(
 
 
 def _abc() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
-    ex = _examples.abc()
+    ex = _examples.three_directions()
     return ex.Q, ex.K, ex.V, ex.tokens
 
 
@@ -1201,8 +1201,8 @@ _register(_scalar_exercise(
     "the sentence.",
     "1 number: the scale α, one of the four listed (a factor such as 0.5, not the divisor).",
     _abc_sentence_scale,
-    lambda: [("abc-trace-scale", 1 / math.sqrt(_examples.abc().d_k)),
-             ("scale-d_k", 1 / _examples.abc().d_k),
+    lambda: [("abc-trace-scale", 1 / math.sqrt(_examples.three_directions().d_k)),
+             ("scale-d_k", 1 / _examples.three_directions().d_k),
              ("abc-divisor", 1 / _abc_sentence_scale())],
 ))
 _register(_attention_exercise(

@@ -439,8 +439,8 @@ class AttentionTrace:
 
         Examples
         --------
-        >>> from attnlib.examples import abc
-        >>> ex = abc()
+        >>> from attnlib.examples import three_directions
+        >>> ex = three_directions()
         >>> print(trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).table("scores", decimals=2))
               A     B     C
         A  0.80  0.30  0.10

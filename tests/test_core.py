@@ -868,3 +868,24 @@ def test_scale_rules_are_the_powers_of_d_k_and_the_default_is_the_same_float(d_k
 def test_scale_for_bad_input(args, exc, match):
     with pytest.raises(exc, match=re.escape(match)):
         core.scale_for(*args)
+
+
+def test_top_level_is_lean():
+    """attnlib exports what the chapters call as attnlib.<name>; everything else stays in its module."""
+    import glob
+    import json
+
+    import attnlib
+
+    called = set()
+    for path in glob.glob("book/0*.ipynb"):
+        for cell in json.load(open(path, encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                # import lines name modules, not calls
+                code = re.sub(r"(?m)^\s*(from|import) .*$", "", "".join(cell["source"]))
+                called |= set(re.findall(r"\battnlib\.([A-Za-z_]\w*)", code))
+    modules = {name for name in called if type(getattr(attnlib, name, None)).__name__ == "module"}
+    assert called - modules <= set(attnlib.__all__), called - modules - set(attnlib.__all__)
+    assert len(attnlib.__all__) <= 32 and "abc" not in dir(attnlib)
+    assert all(getattr(attnlib, name) is not None for name in attnlib.__all__)
+    assert not {"KINDS", "CMAP", "StageCount", "ScoreCosts"} & set(dir(attnlib))  # helpers stay home

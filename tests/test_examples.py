@@ -8,15 +8,15 @@ import re
 import numpy as np
 import pytest
 
-from attnlib.examples import Example, abc, cat_sat_on_mat, cat_sits
+from attnlib.examples import Example, cat_sat_on_mat, cat_sits, three_directions
 
 # name of the factory: (tokens, shape of Q, K, V, has X and projections)
 EXPECTED = {
     "cat_sat_on_mat": (("The", "cat", "sat", "on", "mat"), ((5, 4), (5, 4), (5, 4)), False),
-    "abc": (("A", "B", "C"), ((3, 2), (3, 2), (3, 2)), False),
+    "three_directions": (("A", "B", "C"), ((3, 2), (3, 2), (3, 2)), False),
     "cat_sits": (("Cat", "sits"), ((2, 2), (2, 2), (2, 2)), True),
 }
-FACTORIES = {"cat_sat_on_mat": cat_sat_on_mat, "abc": abc, "cat_sits": cat_sits}
+FACTORIES = {"cat_sat_on_mat": cat_sat_on_mat, "three_directions": three_directions, "cat_sits": cat_sits}
 
 
 @pytest.mark.parametrize("name", list(FACTORIES))
@@ -85,7 +85,7 @@ def test_cat_sat_on_mat_data_reads_as_documented():
 
 
 def test_abc_data_reads_as_documented():
-    ex = abc()
+    ex = three_directions()
     assert ex.Q.tolist() == [[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]  # east, north-east, north
     assert ex.V.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]  # unit vectors and their midpoint
     assert ex.X is None

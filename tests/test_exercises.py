@@ -57,7 +57,7 @@ def online_states(x: np.ndarray) -> np.ndarray:
 def learner_answers() -> dict[str, object]:
     ex = attnlib.cat_sat_on_mat()
     tr = attnlib.trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
-    abc = attnlib.abc()
+    abc = attnlib.three_directions()
     tr_abc = attnlib.trace_attention(abc.Q, abc.K, abc.V, tokens=abc.tokens)
     cs = attnlib.cat_sits()
     Q, K, V = cs.X @ cs.W_Q, cs.X @ cs.W_K, cs.X @ cs.W_V
@@ -68,9 +68,9 @@ def learner_answers() -> dict[str, object]:
     n, d_k = 256, 64
     per_pair = []
     for d_a in (42, 43):
-        c = attnlib.score_costs(n, n, d_k, d_a)
+        c = attnlib.baselines.score_costs(n, n, d_k, d_a)
         per_pair.append((c.additive.flops - 2 * n * d_a * (2 * d_k - 1)) // n**2)
-    per_pair.append(attnlib.score_costs(n, n, d_k, 42).dot_product.flops // n**2)
+    per_pair.append(attnlib.baselines.score_costs(n, n, d_k, 42).dot_product.flops // n**2)
     out["why-ex-costs:per-pair"] = per_pair
 
     rng = np.random.default_rng(1)
@@ -117,19 +117,19 @@ def learner_answers() -> dict[str, object]:
     out["worked-ex-abc-check:output"] = tr_abc.output[0]
 
     x = 8
-    while not np.isnan(attnlib.naive_softmax(np.array([x, 0], dtype=np.float16))).any():
+    while not np.isnan(attnlib.naive.naive_softmax(np.array([x, 0], dtype=np.float16))).any():
         x += 1
     out["impl-ex-overflow"] = x
     out["impl-ex-mask"] = attnlib.padding_mask([5, 3], 5)[:, None] & attnlib.causal_mask(5)
     out["impl-ex-xavier"] = [128 / 9, 4 / 9]
 
-    c = attnlib.flop_counts(n_q=3, n_k=5, d_k=4, d_v=2)
+    c = attnlib.counts.flop_counts(n_q=3, n_k=5, d_k=4, d_v=2)
     out["cx-ex-count"] = [c.multiplies, c.adds, c.compares, c.exps, c.divides, c.flops]
-    llama = attnlib.attention_scale_table().row("LLaMA-2 70B")
-    head = attnlib.memory_bytes(4096, 4096, 128, 128, np.float16).score_bytes
+    llama = attnlib.models.attention_scale_table().row("LLaMA-2 70B")
+    head = attnlib.counts.memory_bytes(4096, 4096, 128, 128, np.float16).score_bytes
     out["cx-ex-llama-scores"] = [head, llama.bytes_per_layer, llama.bytes_per_forward]
     cfg = llama.config
-    out["cx-ex-kv-memory"] = [attnlib.kv_cache_bytes(replace(cfg, n_kv_heads=h), 4096)
+    out["cx-ex-kv-memory"] = [attnlib.kvcache.kv_cache_bytes(replace(cfg, n_kv_heads=h), 4096)
                               for h in (cfg.n_kv_heads, cfg.n_heads)]
     out["cx-ex-online"] = online_states(np.array([1000.0, 1002.0, 999.0, 1001.0]))
     out["cx-ex-blocks"] = max(b for b in (2**k for k in range(4, 11))
@@ -185,7 +185,7 @@ def wrong_answers() -> list[tuple[str, str, object]]:
     S4 = ex.Q[:4] @ ex.K[:4].T
     tri = np.tri(5, dtype=bool)
     P = attnlib.padding_mask([2, 5], 5)  # (2, 1, 5): beyond-ex-pad-causal's batch
-    abc = attnlib.abc()
+    abc = attnlib.three_directions()
     cs = attnlib.cat_sits()
     Qc, Kc, Vc = cs.X @ cs.W_Q, cs.X @ cs.W_K, cs.X @ cs.W_V
     cs_out, cs_w = attnlib.scaled_dot_product_attention(Qc, Kc, Vc, return_weights=True)
@@ -260,7 +260,7 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("why-ex-costs:d_a", "d_a-inverted", 96),
         ("why-ex-costs:per-pair", "flops-sum-l-adds", [126, 129, 128]),
         ("why-ex-costs:per-pair", "flops-projections",
-         [attnlib.score_costs(256, 256, 64, d).additive.flops / 256**2 for d in (42, 43)] + [127]),
+         [attnlib.baselines.score_costs(256, 256, 64, d).additive.flops / 256**2 for d in (42, 43)] + [127]),
         ("qkv-ex-shapes:self", "shapes-w-transposed",
          [(4, 16), (4, 16), (6, 16), (5, 4), (5, 4), (5, 6), (5, 5), (5, 5), (5, 6)]),
         ("qkv-ex-shapes:self", "shapes-output-d_k",

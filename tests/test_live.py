@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnlib.core import SCALE_RULES, scaled_dot_product_attention
-from attnlib.examples import abc, cat_sat_on_mat
+from attnlib.examples import cat_sat_on_mat, three_directions
 from attnlib.interactive import live as live_module
 from attnlib.interactive.live import (
     LIVE_NOTE,
@@ -168,7 +168,7 @@ def test_explore_refuses_bad_initial_inputs() -> None:
 
 
 def test_works_for_another_example() -> None:
-    e = abc()
+    e = three_directions()
     live = explore(e.Q, e.K, e.V, e.tokens)
     live.controls["token"].label = "C"
     np.testing.assert_array_equal(live.last_trace.weights, trace_attention(e.Q, e.K, e.V).weights)

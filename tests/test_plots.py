@@ -16,7 +16,7 @@ from matplotlib.colors import same_color, to_rgba
 from matplotlib.text import Annotation
 
 from attnlib.core import causal_mask, scaled_dot_product_attention
-from attnlib.examples import abc, cat_sat_on_mat
+from attnlib.examples import cat_sat_on_mat, three_directions
 from attnlib.plots import CMAP, PALETTE, bars, heatmap, hidpi_png, use_book_style, vectors_2d
 
 MINUS = "\u2212"
@@ -160,7 +160,7 @@ def _arrows(ax) -> list[Annotation]:
 
 
 def test_vectors_2d_draws_one_arrow_per_vector_to_its_tip():
-    ex = abc()
+    ex = three_directions()
     ax = vectors_2d(ex.Q, ex.K, tokens=ex.tokens)
     arrows = _arrows(ax)
     assert len(arrows) == 2 * ex.n == 6
@@ -175,7 +175,7 @@ def test_vectors_2d_draws_one_arrow_per_vector_to_its_tip():
 
 
 def test_vectors_2d_labels_legend_and_limits():
-    ex = abc()
+    ex = three_directions()
     ax = vectors_2d(ex.Q, ex.K, tokens=ex.tokens, title="A/B/C")
     labels = [t.get_text() for t in ax.texts if t.get_text()]
     assert labels == ["$q_{A}$", "$q_{B}$", "$q_{C}$", "$k_{A}$", "$k_{B}$", "$k_{C}$"]
@@ -299,7 +299,7 @@ def test_use_book_style_sets_cycle_salt_and_is_idempotent():
 
 
 def _all_three_figures() -> plt.Figure:
-    ex = abc()
+    ex = three_directions()
     _, w = scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
     fig, axes = plt.subplots(1, 3, figsize=(12, 4), layout="constrained")
     heatmap(w, x_labels=ex.tokens, y_labels=ex.tokens, ax=axes[0])

@@ -100,7 +100,7 @@ def _() -> Verified:
     d_in, d_s, n = 4, 16, 500
     W_x = rng.normal(size=(d_in, d_s))
     W_s = rng.normal(size=(d_s, d_s)) / np.sqrt(d_s)
-    states = attnlib.rnn_states(rng.normal(size=(n, d_in)), W_x, W_s)  # (n, d_s)
+    states = attnlib.baselines.rnn_states(rng.normal(size=(n, d_in)), W_x, W_s)  # (n, d_s)
     last = states[-1].size  # what the basic decoder receives
     return Verified(
         numbers={**given(1, d_in, n), "16": last, "8000": states.size, "2000": n * d_in},
@@ -111,9 +111,10 @@ def _() -> Verified:
 @verifies("01_why_attention", "path-length")
 def _() -> Verified:
     n = 1024
-    steps = attnlib.sequential_steps(n, "attention")
-    hops = attnlib.max_path_length(n, "attention")
-    rec = (attnlib.sequential_steps(n, "recurrent"), attnlib.max_path_length(n, "recurrent"))
+    steps = attnlib.baselines.sequential_steps(n, "attention")
+    hops = attnlib.baselines.max_path_length(n, "attention")
+    b = attnlib.baselines
+    rec = (b.sequential_steps(n, "recurrent"), b.max_path_length(n, "recurrent"))
     options = [(1, 1), rec, (1, 1024), (10, 10)]
     return Verified(
         numbers={**given(0, 1, 2, n), "10": math.log2(n)},
@@ -141,13 +142,13 @@ def _() -> Verified:
 
 @verifies("01_why_attention", "additive-vs-dot")
 def _() -> Verified:
-    costs = attnlib.score_costs(n_q=1024, n_k=1024, d_k=64, d_a=64)
+    costs = attnlib.baselines.score_costs(n_q=1024, n_k=1024, d_k=64, d_a=64)
     ratio = costs.additive.flops / costs.dot_product.flops
     assert costs.dot_product.tanhs == 0 < costs.additive.tanhs, "only the additive score has tanh"
     # widths may differ: additive scores of 2 queries of width 6 against keys of width 4
     rng = np.random.default_rng(RNG_SEED)
     ex = attnlib.cat_sat_on_mat()
-    S = attnlib.additive_scores(rng.normal(size=(2, 6)), ex.K, rng.normal(size=(6, 3)),
+    S = attnlib.baselines.additive_scores(rng.normal(size=(2, 6)), ex.K, rng.normal(size=(6, 3)),
                                 rng.normal(size=(ex.d_k, 3)), rng.normal(size=3))
     assert S.shape == (2, ex.n)
     return Verified(
@@ -241,7 +242,7 @@ def _() -> Verified:
 
 @verifies("02_qkv", "asymmetric-scores")
 def _() -> Verified:
-    abc = attnlib.abc()
+    abc = attnlib.three_directions()
     S = abc.Q @ abc.K.T
     return Verified(numbers={"0.3": S[0, 1], "0.5": S[1, 0]},
                     correct=letters([not np.allclose(S, S.T), False, False]))
@@ -317,7 +318,7 @@ def _() -> Verified:
     rng = np.random.default_rng(RNG_SEED)
     d_k = 128
     X = rng.normal(size=(6, d_k))
-    W_Q, W_K = attnlib.xavier_uniform(d_k, d_k, rng), attnlib.xavier_uniform(d_k, d_k, rng)
+    W_Q, W_K = attnlib.training.xavier_uniform(d_k, d_k, rng), attnlib.training.xavier_uniform(d_k, d_k, rng)
     c = d_k ** (1 / 4)
     unscaled = (X @ W_Q) @ (X @ W_K).T
     scaled = (X @ (c * W_Q)) @ (X @ (c * W_K)).T / np.sqrt(d_k)
@@ -393,7 +394,7 @@ def _() -> Verified:
     assert np.allclose(by_column.sum(axis=0), 1)
     # the other mistakes keep the rows summing to 1
     _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
-    for rows in (softmax(ex.Q @ ex.K.T), attnlib.naive_softmax(S), w):
+    for rows in (softmax(ex.Q @ ex.K.T), attnlib.naive.naive_softmax(S), w):
         assert np.allclose(rows.sum(axis=1), 1)
     return Verified(numbers={**given(1, 5), "0.90": sums.min(), "1.13": sums.max()}, correct={"A"})
 
@@ -453,7 +454,7 @@ def _() -> Verified:
     keep[2] = False  # "sat" may attend to nothing
     out, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, keep, return_weights=True)
     with np.errstate(invalid="ignore"):
-        naive = attnlib.naive_softmax(np.where(keep[2], ex.Q[2] @ ex.K.T / 2, -np.inf))
+        naive = attnlib.naive.naive_softmax(np.where(keep[2], ex.Q[2] @ ex.K.T / 2, -np.inf))
     assert np.isnan(naive).all()
     return Verified(numbers=given(0),
                     correct=letters([bool((w[2] == 0).all() and (out[2] == 0).all()), False, False]))
@@ -462,7 +463,7 @@ def _() -> Verified:
 @verifies("05_implementation", "scale-queries")
 def _() -> Verified:
     n, d_k = 1024, 64
-    counts = attnlib.flop_counts(n, n, d_k, d_k)
+    counts = attnlib.counts.flop_counts(n, n, d_k, d_k)
     scale_scores = next(s for s in counts.stages if s.name == "scale").multiplies  # the textbook order
     on_q = n * d_k
     return Verified(
@@ -476,12 +477,12 @@ def _() -> Verified:
 def _() -> Verified:
     n, d = 4096, 64
     mib = 2**20
-    stages = attnlib.memory_bytes(n, n, d, d, np.float32).stages
+    stages = attnlib.counts.memory_bytes(n, n, d, d, np.float32).stages
     arrays = dict(next(s for s in stages if s.name == "softmax").arrays)
     nbytes = math.prod(arrays["A"]) * 4  # float32
     q_bytes = math.prod(arrays["Q"]) * 4
     assert nbytes == 2**26
-    big = dict(next(s for s in attnlib.memory_bytes(2 * n, 2 * n, d, d, np.float32).stages
+    big = dict(next(s for s in attnlib.counts.memory_bytes(2 * n, 2 * n, d, d, np.float32).stages
                     if s.name == "softmax").arrays)
     assert math.prod(big["A"]) == 4 * math.prod(arrays["A"]), "four times as much at twice the length"
     return Verified(
@@ -493,7 +494,8 @@ def _() -> Verified:
 
 @verifies("06_complexity", "doubling-n")
 def _() -> Verified:
-    small, big = attnlib.flop_counts(4096, 4096, 64, 64), attnlib.flop_counts(8192, 8192, 64, 64)
+    flops = attnlib.counts.flop_counts
+    small, big = flops(4096, 4096, 64, 64), flops(8192, 8192, 64, 64)
     ratio = big.flops / small.flops
     n, d = 4096, 64
     assert small.flops == (4 * d + 4) * n**2 - (d + 2) * n
@@ -534,7 +536,8 @@ def _() -> Verified:
     tiled = attnlib.tiled_attention(Q, K, V, block_q=32, block_k=32)
     direct = attnlib.scaled_dot_product_attention(Q, K, V)
     same = bool(np.allclose(tiled, direct, rtol=0, atol=1e-12))
-    costs = {c.name: c for c in attnlib.attention_variant_costs(256, 16, window=32, block=32, features=16)}
+    rows = attnlib.variants.attention_variant_costs(256, 16, window=32, block=32, features=16)
+    costs = {c.name: c for c in rows}
     less_memory = costs["tiled"].memory_scores < costs["full"].memory_scores
     fewer = costs["tiled"].multiply_adds < costs["full"].multiply_adds
     return Verified(numbers=given(2), correct=letters([less_memory, same, not costs["tiled"].exact, fewer]))
@@ -543,7 +546,7 @@ def _() -> Verified:
 @verifies("06_complexity", "kv-cache")
 def _() -> Verified:
     m = 100
-    cost = attnlib.decode_cost(m, 64, 64)
+    cost = attnlib.kvcache.decode_cost(m, 64, 64)
     return Verified(
         numbers={**given(1, 2, 3, m), "67": cost.saving, "50.5": (m + 1) / 2, "34": (m + 2) / 3},
         answer=cost.saving, wrong=[float(m), (m + 1) / 2, (m + 2) / 3],
@@ -624,7 +627,8 @@ def _() -> Verified:
 
 @verifies("07_beyond", "exact-variants")
 def _() -> Verified:
-    costs = {c.name: c for c in attnlib.attention_variant_costs(1024, 64, window=64, block=32, features=64)}
+    rows = attnlib.variants.attention_variant_costs(1024, 64, window=64, block=32, features=64)
+    costs = {c.name: c for c in rows}
     names = ["tiled", "sliding_window", "linear", "sparse_fixed"]
     return Verified(numbers=given(2), correct=letters([costs[n].exact for n in names]))
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlib.core import causal_mask, scaled_dot_product_attention
-from attnlib.examples import abc, cat_sat_on_mat, cat_sits
+from attnlib.examples import cat_sat_on_mat, cat_sits, three_directions
 from attnlib.trace import AttentionTrace, trace_attention
 
-EXAMPLES = {"cat_sat_on_mat": cat_sat_on_mat, "abc": abc, "cat_sits": cat_sits}
+EXAMPLES = {"cat_sat_on_mat": cat_sat_on_mat, "three_directions": three_directions, "cat_sits": cat_sits}
 STAGES = ("Q", "K", "V", "scores", "scaled_scores", "weights", "output")
 
 
@@ -329,7 +329,7 @@ def test_bad_index_or_label_lists_the_valid_ones():
 
 
 def test_repeated_label_asks_for_an_index():
-    ex = abc()
+    ex = three_directions()
     tr = trace_attention(ex.Q, ex.K, ex.V, tokens=["x", "y", "x"])
     with pytest.raises(ValueError, match=re.escape("token 'x' occurs at positions [0, 2]")):
         tr.explain("x")
@@ -420,7 +420,7 @@ def _html_cells(html: str, tag: str) -> list[str]:
 
 
 def test_a_stage_table_is_its_old_text_and_an_html_table() -> None:
-    ex = abc()
+    ex = three_directions()
     t = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).table("scores", decimals=2)
     text = "      A     B     C\nA  0.80  0.30  0.10\nB  0.50  0.50  0.50\nC  0.20  0.70  0.90"
     assert isinstance(t, str) and t == text and str(t) == text and f"{t}" == text
@@ -502,5 +502,6 @@ def test_explanation_steps_are_data_and_explain_prints_them():
         assert tr.explain(i) == "\n\n".join("\n".join(lines) for lines in steps.values())
         # one line per key in the dot products, the scaled scores and the weights
         assert len(steps["2"]) == len(steps["3"]) == len(steps["6"]) == 1 + tr.n_k
-    nothing = trace_attention(ex.Q, ex.K, ex.V, attn_mask=np.zeros((len(ex.tokens), len(ex.tokens)), dtype=bool))
+    n = len(ex.tokens)
+    nothing = trace_attention(ex.Q, ex.K, ex.V, attn_mask=np.zeros((n, n), dtype=bool))
     assert list(nothing.explain_steps(0)) == ["0", "1", "2", "3", "4-6", "7"]
