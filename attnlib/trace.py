@@ -381,10 +381,9 @@ class AttentionTrace:
         Parameters
         ----------
         i : int or str
-            Query index (negative counts from the end) or query token label.
+            As :meth:`explain_steps`.
         decimals : int
-            Decimals of computed numbers. Inputs (Q, K, V entries and the raw
-            dot products) print compactly: ``1.0``, ``0.5``, ``0.1235``.
+            As :meth:`explain_steps`.
 
         Returns
         -------

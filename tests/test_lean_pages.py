@@ -284,3 +284,48 @@ def test_figures_load_lazily_with_their_size() -> None:
             'src="../_images/abc.png" style="width: 758px; height: 341px;" />') in lean
     assert '<img alt="logo" class="logo__image" src="../_static/logo.svg" />' in lean  # not a figure
     assert lp.lazy_images(lean) == lean
+
+
+PYGMENTS = """html[data-theme="light"] .highlight .o { color: #00622F } /* Operator */
+html[data-theme="light"] .highlight .s2 { color: #00622F } /* String */
+html[data-theme="light"] .highlight .si { color: #00622F } /* String.Interpol */
+html[data-theme="light"] .highlight .mi { color: #7F4707 } /* Number */
+html[data-theme="light"] .highlight .c1 { color: #00622F; font-style: italic } /* Comment */
+html[data-theme="dark"] .highlight .o { color: #ABE338 } /* Operator */
+html[data-theme="dark"] .highlight .s2 { color: #ABE338 } /* String */
+html[data-theme="dark"] .highlight .si { color: #FFD900 } /* differs from s2 in dark mode only */
+html[data-theme="dark"] .highlight .mi { color: #FFD900 } /* Number */
+html[data-theme="dark"] .highlight .c1 { color: #ABE338; font-style: italic } /* Comment */
+"""
+CELL = '<div class="highlight-ipython3 notranslate"><div class="highlight"><pre>{}</pre></div></div>'
+
+
+def test_token_runs_merge_only_where_every_mode_looks_the_same() -> None:
+    looks = lp.token_looks(PYGMENTS)
+    assert looks["o"] == looks["s2"] != looks["si"]  # si differs in dark mode
+    assert looks["c1"] != looks["o"]  # same colours, but italic
+    code = ('x <span class="o">=</span> <span class="s2">&quot;a</span><span class="s2">b&quot;</span>'
+            '<span class="o">+</span><span class="si">{</span>\n'
+            '<span class="o">-</span>  <span class="o">*</span><span class="c1"># c</span>'
+            '<span class="mi">1</span><span class="zz">q</span><span class="zz">r</span>')
+    merged = lp.merge_token_runs(CELL.format(code), looks)
+    assert merged == CELL.format(
+        'x <span class="o">= &quot;ab&quot;+</span><span class="si">{</span>\n'
+        '<span class="o">-  *</span><span class="c1"># c</span>'
+        '<span class="mi">1</span><span class="zz">q</span><span class="zz">r</span>')
+    # the text a reader copies is unchanged; a block that is not a Python cell is left alone
+    assert re.sub("<[^>]+>", "", merged) == re.sub("<[^>]+>", "", CELL.format(code))
+    other = ('<div class="highlight-text notranslate"><div class="highlight"><pre>' + code
+             + "</pre></div></div>")
+    assert lp.merge_token_runs(other, looks) == other
+    assert lp.merge_token_runs(merged, looks) == merged
+
+
+def test_fragment_script_is_inlined_once_without_its_comment() -> None:
+    static = Path(__file__).parents[1] / "book" / "_static"
+    script = (static / lp.FRAGMENTS_SCRIPT).read_text(encoding="utf-8")
+    page = lp.inline_fragments(PAGE, script)
+    body = page[page.index(lp.FRAGMENTS_MARK):page.index("</body>")]
+    assert "hashchange" in body and "scrollIntoView" in body and "content-visibility" not in body
+    assert page.count("<script") == PAGE.count("<script") + 1
+    assert lp.inline_fragments(page, script) == page

@@ -132,7 +132,7 @@ def test_pages_get_mathml_and_lose_mathjax(tmp_path: Path, mathjax_dir: Path, no
     html = page.read_text(encoding="utf-8")
     assert count == 2
     inline = "<math><mi>a</mi><mo>&lt;</mo><mi>b</mi></math>"
-    assert f'<span class="math notranslate nohighlight">{inline}</span>' in html
+    assert f'<span class="math notranslate">{inline}</span>' in html
     assert '<div class="math notranslate nohighlight"><math display="block"><msqrt>' in html
     assert "data-mathjax" not in html and "window.MathJax" not in html and "\\(" not in html
     assert '<link rel="stylesheet" type="text/css" href="../_static/lean/mathml.css" />' in html

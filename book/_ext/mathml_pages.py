@@ -303,7 +303,9 @@ def rewrite_pages(outdir: Path, node: str, font: Path) -> int:
 
     def inline(m: re.Match[str]) -> str:
         mml = mathml[index[(html.unescape(m.group(1)).strip(), False)]]
-        return f'<span class="math notranslate nohighlight">{mml}</span>'
+        # "nohighlight" (a class for highlight.js, which the book does not load) goes: 12 bytes on each
+        # of a chapter's 300-600 inline formulas.
+        return f'<span class="math notranslate">{mml}</span>'
 
     def display(m: re.Match[str]) -> str:
         mml = mathml[index[(html.unescape(m.group(2)).strip(), True)]]

@@ -25,6 +25,7 @@ from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
 from print_pdf import FRAMES_JS, READY_JS, bounded
+from sections import DRAW_SECTIONS_JS
 from test_pages import TIMEOUT_MS, _open
 
 BLOCKING = ("critical", "serious")  # the impacts that fail the test
@@ -86,6 +87,7 @@ TRANSITIONS_JS = bounded(
 def _settle(page: Any) -> None:
     """Math typeset and explorers drawn; fails, naming them, if an explorer is never drawn."""
     page.evaluate(READY_JS)  # formulas shown and fonts loaded (font loads change formula widths)
+    page.evaluate(DRAW_SECTIONS_JS)  # axe reads the colours of every section: each drawn (sections.py)
     undrawn = page.evaluate(EXPLORERS_JS)
     assert not undrawn, f"{page.url}: explorers not drawn within 60 s of coming into view: {undrawn}"
     page.evaluate(FRAMES_JS)

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 from print_pdf import SCRIPTS_JS, bounded
+from sections import DRAW_SECTIONS_JS
 
 CHAPTERS = [f"book/{name}.html" for name in (
     "01_why_attention", "02_qkv", "03_scaling", "04_worked_examples", "05_implementation",
@@ -98,6 +99,7 @@ def test_figures_have_twice_the_pixels_they_are_shown_at(browser, base_url: str,
         tab = context.new_page()
         tab.goto(f"{base_url}/{page}")
         tab.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
+        tab.evaluate(DRAW_SECTIONS_JS)  # every section drawn (sections.py)
         images = tab.evaluate(_LOADED, FIGURE_IMAGES)
     finally:
         context.close()
@@ -131,6 +133,7 @@ def test_figures_are_dimmed_in_dark_mode_and_stay_readable(browser, base_url: st
         tab = context.new_page()
         tab.goto(f"{base_url}/{page}")
         tab.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
+        tab.evaluate(DRAW_SECTIONS_JS)  # every section drawn (sections.py)
         tab.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
         tab.evaluate(_LOADED, FIGURE_IMAGES)
         images = tab.locator(FIGURE_IMAGES)

@@ -24,6 +24,7 @@ from conftest import REPO_ROOT, read_toc
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from print_pdf import FONTS_READY_JS, READY_JS, SCRIPTS_JS, bounded  # READY_JS: formulas typeset
+from sections import DRAW_SECTIONS_JS
 
 LIMIT = 1_500_000  # bytes, transferred
 TEXT_TYPES = ("text/", "javascript", "json", "svg", "xml")
@@ -173,6 +174,7 @@ def test_every_icon_shows(scheme: str, width: int, browser: Any, base_url: str) 
             page.goto(f"{base_url}/{rel}", wait_until="load")
             page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
             page.evaluate(READY_JS)  # formulas typeset: nothing moves between the two screenshots
+            page.evaluate(DRAW_SECTIONS_JS)  # every section drawn (sections.py)
             page.evaluate(FONTS_READY_JS)
             missing = page.evaluate(GLYPHS_JS)
             assert not missing, f"{rel}: icons whose glyph is not in the icon font: {missing}"

@@ -41,6 +41,7 @@ from pypdf import PdfReader
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
 import print_pdf  # noqa: E402  (a script beside the book's local extensions, not a package)
+from sections import DRAW_SECTIONS_JS  # noqa: E402
 
 # TeX commands that would show if math were not typeset.
 TEX_COMMANDS = (
@@ -442,6 +443,7 @@ def test_browser_print_of_a_chapter_shows_no_solution(browser: Any, base_url: st
         page.goto(f"{base_url}/{chapter.rel}", wait_until="load")
         page.evaluate(print_pdf.SCRIPTS_JS)  # the page's scripts load after its first paint
         page.evaluate(print_pdf.READY_JS)
+        page.evaluate(DRAW_SECTIONS_JS)  # innerText leaves out sections not drawn yet (sections.py)
         page.evaluate(BEFOREPRINT_JS)
         # On screen, the toggle extension's print handler has opened every solution: the check can see them.
         shown = page.evaluate(SOLUTION_TEXT_JS, pieces)
