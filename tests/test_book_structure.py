@@ -1,6 +1,6 @@
 """The house rules of the chapters, checked on the stored notebooks.
 
-STYLE.md asks every chapter for learning objectives, one import cell, no reusable code defined in
+The house style asks every chapter for learning objectives, one import cell, no reusable code defined in
 the notebook, a summary, and exercises with solutions; nbval compares stored outputs, so the
 notebooks must also be stored as executed top to bottom in one run. These tests read the .ipynb
 files as JSON and fail with the notebook and cell named.

@@ -1,6 +1,6 @@
 """Tests of attnlib.core: softmax, scaled_dot_product_attention, causal_mask, padding_mask.
 
-Three layers, as STYLE.md rule 12 asks:
+Three layers, as for every computing module of attnlib:
 
 1. comparison with a naive pure-Python implementation written below with
    explicit loops and ``math.exp`` (no NumPy arithmetic), on random inputs;

@@ -1,6 +1,6 @@
 """Tests of attnlib.stats: dot-product variance, entropy and saturation, the softmax Jacobian.
 
-As STYLE.md rule 12 asks: comparison with naive loop implementations written
+As for every computing module of attnlib: comparison with naive loop implementations written
 below with Python floats and ``math``; hypothesis properties; Monte Carlo
 checks with fixed seeds (the dot-product variance against its formula, the
 confidence interval's coverage); and a catalogue of bad inputs, each checked

@@ -109,6 +109,10 @@ _VISUALLY_HIDDEN = (
     "clip:rect(0 0 0 0);white-space:nowrap;border:0"
 )
 _CARD = "margin:0.5em 0;border-radius:6px;background:var(--attnlib-card-bg, #ffffff);max-width:100%"
+#: The explorers' text colour, on their light card (the book's explorer.css recolours SVG text in dark mode).
+TEXT = "#222222"
+#: The explorers' monospace font, for the arithmetic they show.
+MONO = "Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
 
 
 def _check_text(value: Any, name: str) -> str:

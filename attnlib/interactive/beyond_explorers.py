@@ -21,20 +21,19 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
+from attnlib.interactive._render import TEXT, DataTable, ExplorerState, StaticFigure
 from attnlib.plots import CMAP, PALETTE
 from attnlib.trace import AttentionTrace
 
 __all__ = ["causal_explorer", "heads_explorer"]
 
-_TEXT = "#222222"  # the book's explorer.css recolours the plot's text in the dark theme
 _GRID = "#e3e3e3"
 _VISIBLE = PALETTE["blue"]
 _HIDDEN = "#bbbbbb"
 _HIDDEN_CELL = "#d5d9de"  # dark text on it: 11:1
 _HIGHLIGHT = PALETTE["orange"]
 # Plotly's own buttons exist only in JupyterLab and VS Code (Plotly's mimetype), on a light page.
-_BUTTONS = {"bgcolor": "#f2f2f2", "bordercolor": "#999999", "font": {"color": _TEXT}}
+_BUTTONS = {"bgcolor": "#f2f2f2", "bordercolor": "#999999", "font": {"color": TEXT}}
 
 
 def _check_trace(trace: Any, name: str) -> AttentionTrace:
@@ -229,7 +228,7 @@ def causal_explorer(
     # the hidden pairs: grey cells labelled in dark text, readable in the light and the dark theme
     fig.add_trace(go.Heatmap(
         z=first["hidden_z"], text=first["hidden_text"], texttemplate="%{text}",
-        textfont={"size": 12, "color": _TEXT}, colorscale=[[0.0, _HIDDEN_CELL], [1.0, _HIDDEN_CELL]],
+        textfont={"size": 12, "color": TEXT}, colorscale=[[0.0, _HIDDEN_CELL], [1.0, _HIDDEN_CELL]],
         zmin=0.0, zmax=1.0, xgap=2, ygap=2, showscale=False, hoverinfo="skip", xaxis="x", yaxis="y",
         name="hidden pairs",
     ))
@@ -264,7 +263,7 @@ def causal_explorer(
         margin={"l": 56, "r": 8, "t": 56, "b": 44},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         showlegend=False,
         xaxis={"domain": [0.0, 1.0], "side": "top", "title": {"text": "key"}, "fixedrange": True,
                "range": [-0.5, n_k - 0.5], "showgrid": False, "zeroline": False, **ticks},
@@ -445,7 +444,7 @@ def heads_explorer(mh_trace: Any, tokens: Any, *, div_id: str = "heads-explorer"
         margin={"l": 56, "r": 8, "t": 64, "b": 8},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         xaxis={"title": {"text": "key"}, "side": "top", "type": "category", "fixedrange": True},
         yaxis={"title": {"text": "query"}, "autorange": "reversed", "type": "category", "fixedrange": True},
         # Plotly's own buttons, for JupyterLab (the book turns them into native buttons): above the

@@ -21,7 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnlib.examples import Example
-from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
+from attnlib.interactive._render import TEXT, DataTable, ExplorerState, StaticFigure
 from attnlib.interactive.trace_explorers import _named
 from attnlib.plots import PALETTE
 from attnlib.trace import AttentionTrace, trace_attention
@@ -36,7 +36,6 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("4 scaled", "Phase 4: scaled scores S / √d_k"),
     ("5 weights, output", "Phase 5: weights = softmax of each scaled row; output = weights · V"),
 )
-_TEXT = "#222222"  # light theme; the book's explorer.css recolours the SVG's text in the dark theme
 _GRID = "#e3e3e3"
 
 
@@ -391,7 +390,7 @@ def word_explorer(
         fig.add_trace(go.Bar(
             x=x, y=[float(w) for w in tr.weights[i]], name=f"query {tok}", visible=i == start,
             text=[f"{float(w):.2f}" for w in tr.weights[i]], textposition="outside", cliponaxis=False,
-            textfont={"color": _TEXT}, marker={"color": colours},
+            textfont={"color": TEXT}, marker={"color": colours},
             customdata=list(tr.key_tokens),
             hovertemplate=f"query {tok} → key %{{customdata}}<br>weight %{{y:.4f}}<extra></extra>",
         ))
@@ -404,7 +403,7 @@ def word_explorer(
         margin={"l": 56, "r": 12, "t": 24, "b": 10},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         showlegend=False,
         # Words side by side where they fit, turned upright on a phone so that none overlaps another.
         xaxis={"tickvals": x, "ticktext": list(tr.key_tokens), "title": {"text": "key"},
@@ -418,7 +417,7 @@ def word_explorer(
             "type": "buttons", "direction": "right", "buttons": buttons, "active": start,
             "showactive": True, "x": 0.0, "y": 1.03, "xanchor": "left", "yanchor": "bottom",
             "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
-            "font": {"color": _TEXT, "size": 12},
+            "font": {"color": TEXT, "size": 12},
         }],
     )
     return StaticFigure(

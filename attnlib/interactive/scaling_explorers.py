@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 from attnlib import _validation as _v
 from attnlib import stats
 from attnlib.core import scale_for, scaled_dot_product_attention
-from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
+from attnlib.interactive._render import TEXT, DataTable, ExplorerState, StaticFigure
 from attnlib.interactive.live import scaling_draws
 from attnlib.plots import PALETTE
 
@@ -57,7 +57,6 @@ HIST_BINS = 60
 HIST_SPAN = 5.0
 
 _MAX_D_K = 1024  # the length of the draws of attnlib.interactive.live.scaling_draws
-_TEXT = "#222222"  # the book's explorer.css recolours the plot's text in the dark theme
 _GRID = "#e3e3e3"
 _BAR = PALETTE["blue"]
 _PEAK = PALETTE["vermillion"]
@@ -65,7 +64,7 @@ _RAW = PALETTE["vermillion"]
 _SCALED = PALETTE["blue"]
 # Plotly's own sliders exist only in JupyterLab and VS Code (Plotly's mimetype), on a light page.
 _SLIDER_STYLE: dict[str, Any] = {
-    "font": {"color": _TEXT}, "bgcolor": "#f2f2f2", "activebgcolor": PALETTE["orange"],
+    "font": {"color": TEXT}, "bgcolor": "#f2f2f2", "activebgcolor": PALETTE["orange"],
     "bordercolor": "#999999", "tickcolor": "#999999",
 }
 
@@ -270,7 +269,7 @@ def scaling_explorer(
         margin={"l": 52, "r": 8, "t": 16, "b": 48},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         showlegend=False,
         xaxis={"title": {"text": "key (largest weight in vermillion)"}, "type": "category",
                "fixedrange": True},
@@ -508,7 +507,7 @@ def variance_explorer(
         margin={"l": 60, "r": 12, "t": 12, "b": 48},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         showlegend=False,
         bargap=0,
         xaxis={"domain": [0.0, 1.0], "range": [-raw_max, raw_max], "anchor": "y", "tickvals": _ticks(raw_max),

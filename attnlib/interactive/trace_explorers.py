@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from attnlib.interactive._render import DataTable, ExplorerState, StaticFigure
+from attnlib.interactive._render import MONO, TEXT, DataTable, ExplorerState, StaticFigure
 from attnlib.plots import CMAP, PALETTE
 from attnlib.trace import AttentionTrace
 
@@ -37,8 +37,6 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 )
 # Which blocks of explain(i) each step writes out.
 _STEP_BLOCKS = {"scores": ("1", "2"), "scaled_scores": ("3",), "weights": ("4", "5", "6"), "output": ("7",)}
-_MONO = "Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
-_TEXT = "#222222"  # on the figure's light card, in light and dark mode alike
 _GRID = "#e3e3e3"
 _BAR = PALETTE["blue"]
 _OUT_BAR = PALETTE["green"]
@@ -209,7 +207,7 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
         fig.add_trace(go.Bar(
             x=first["x"][i], y=first["y"][i], text=first["text"][i], name=f"query {tok}",
             visible=i == 0, marker={"color": first["colour"]}, textposition="outside",
-            cliponaxis=False, textfont={"color": _TEXT}, hoverinfo="skip",
+            cliponaxis=False, textfont={"color": TEXT}, hoverinfo="skip",
         ))
     token_buttons = [
         {"label": tok, "method": "restyle", "args": [{"visible": [k == i for k in range(n_q)]}]}
@@ -230,7 +228,7 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
         margin={"l": 56, "r": 12, "t": 28, "b": 10},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         showlegend=False,
         xaxis={"title": {"text": first["xtitle"]}, "type": "category", "fixedrange": True,
                "automargin": True},
@@ -241,12 +239,12 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
             "type": "buttons", "direction": "right", "buttons": token_buttons, "active": 0,
             "showactive": True, "x": 0.0, "y": 1.04, "xanchor": "left", "yanchor": "bottom",
             "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
-            "font": {"color": _TEXT},
+            "font": {"color": TEXT},
         }],
         sliders=[{
             "steps": steps, "active": 0, "x": 0.02, "len": 0.94, "y": -0.3, "yanchor": "top",
-            "currentvalue": {"prefix": "step ", "font": {"color": _TEXT}},
-            "pad": {"t": 10, "b": 0}, "font": {"color": _TEXT}, "bgcolor": "#f2f2f2",
+            "currentvalue": {"prefix": "step ", "font": {"color": TEXT}},
+            "pad": {"t": 10, "b": 0}, "font": {"color": TEXT}, "bgcolor": "#f2f2f2",
             "activebgcolor": PALETTE["orange"], "bordercolor": "#999999", "tickcolor": "#999999",
         }],
     )
@@ -361,8 +359,8 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
     fig = go.Figure(go.Heatmap(
         z=z, x=list(tr.key_tokens), y=list(tr.tokens), customdata=custom, text=labels,
         texttemplate="%{text}", textfont={"size": 13}, colorscale=CMAP.capitalize(), xgap=1, ygap=1,
-        colorbar={"title": {"text": "weight", "side": "right", "font": {"color": _TEXT}},
-                  "tickfont": {"color": _TEXT},
+        colorbar={"title": {"text": "weight", "side": "right", "font": {"color": TEXT}},
+                  "tickfont": {"color": TEXT},
                   "thickness": 12, "len": 1.0},
         hovertemplate=(
             "<b>query %{y} → key %{x}</b><br>"
@@ -381,12 +379,12 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
         margin={"l": 12, "r": 12, "t": 12, "b": 12},
         paper_bgcolor="#ffffff",
         plot_bgcolor="#ffffff",
-        font={"color": _TEXT, "size": 13},
+        font={"color": TEXT, "size": 13},
         xaxis={"title": {"text": "key"}, "side": "top", "type": "category", "fixedrange": True,
                "automargin": True},
         yaxis={"title": {"text": "query"}, "autorange": "reversed", "type": "category",
                "fixedrange": True, "automargin": True},
-        hoverlabel={"font": {"family": _MONO, "size": 12, "color": _TEXT}, "bgcolor": "#ffffff",
+        hoverlabel={"font": {"family": MONO, "size": 12, "color": TEXT}, "bgcolor": "#ffffff",
                     "bordercolor": "#555555", "align": "left"},
         # The chosen query's row, outlined (orange reads on the viridis cells and on either theme).
         shapes=[{"type": "rect", "xref": "paper", "x0": 0.0, "x1": 1.0, "yref": "y", "y0": -0.5, "y1": 0.5,
@@ -396,7 +394,7 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
             "type": "buttons", "direction": "right", "buttons": buttons, "active": 0, "showactive": True,
             "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
             "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
-            "font": {"color": _TEXT},
+            "font": {"color": TEXT},
         }],
     )
     return StaticFigure(
