@@ -27,7 +27,10 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
   dropped, one bundle per page; then ``critical_styles`` splits each page's bundle into the rules its
   first paint needs (render-blocking), its print rules and the rules only its scripts need (loaded by the
   script loader before the scripts). The Python code cells lose Pygments' spans around names and
-  punctuation, which the styles colour like the block itself (a fifth of a chapter's HTML).
+  punctuation, which the styles colour like the block itself (a fifth of a chapter's HTML), and
+  neighbouring spans that look the same in every theme mode become one.
+* **Jumps to headings.** ``book/_static/lean/fragments.js`` goes inline into every page: the book's
+  sections are laid out only near the screen (attnbook.css), and it makes a jump land on its heading.
 * **Figures.** Their images load lazily, with their size as attributes (nothing moves when one arrives).
 * **MathJax.** The ``<script>`` of ``mathjax_path`` is replaced by ``_static/lean/math.js`` (from
   ``book/_static/lean/``), which adds MathJax after the first paint and typesets the formulas on
@@ -276,7 +279,7 @@ def merge_token_runs(html: str, looks: dict[str, tuple[tuple[str, str], ...]]) -
 
     def merge(code: str) -> str:
         out: list[str] = []
-        run: list[str] | None = None  # [class, text, spaces after it]
+        run: list[str] | None = None  # [class of the run's first span, the run's text so far]
         pos = 0
         for match in _TOKEN_SPAN.finditer(code):
             between = code[pos:match.start()]
