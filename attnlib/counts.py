@@ -125,7 +125,7 @@ class FlopCounts:
 
     @property
     def flops(self) -> int:
-        """Total FLOPs: one per multiply, add (or subtract), comparison and divide; exps excluded."""
+        """Total FLOPs, one per multiply, add (or subtract), comparison and divide; exps excluded."""
         return sum(s.flops for s in self.stages)
 
     @property
@@ -144,18 +144,18 @@ class FlopCounts:
 
         Examples
         --------
-        >>> print(flop_counts(4, 4, 2, 2).table())  # doctest: +NORMALIZE_WHITESPACE
-        attention FLOPs for n_q=4, n_k=4, d_k=2, d_v=2 (textbook algorithm)
-        stage     operation                     mul  add  cmp  exp  div  FLOPs
-        QK        S = Q Kᵀ                       32   16    0    0    0     48
-        scale     S · (1/√d_k)                   16    0    0    0    0     16
-        max       m_i = max_j S_ij                0    0   12    0    0     12
-        subtract  S_ij − m_i                      0   16    0    0    0     16
-        exp       E_ij = exp(S_ij − m_i)          0    0    0   16    0      0
-        sum       ℓ_i = Σ_j E_ij                  0   12    0    0    0     12
-        divide    A_ij = E_ij / ℓ_i               0    0    0    0   16     16
-        AV        O = A V                        32   24    0    0    0     56
-        total                                    80   68   12   16   16    176
+        >>> print(flop_counts(4, 3, 2, 2).table())  # doctest: +NORMALIZE_WHITESPACE
+        attention FLOPs for n_q=4, n_k=3, d_k=2, d_v=2 (textbook algorithm)
+        stage     operation               mul  add  cmp  exp  div  FLOPs
+        QK        S = Q Kᵀ                 24   12    0    0    0     36
+        scale     S · (1/√d_k)             12    0    0    0    0     12
+        max       m_i = max_j S_ij          0    0    8    0    0      8
+        subtract  S_ij − m_i                0   12    0    0    0     12
+        exp       E_ij = exp(S_ij − m_i)    0    0    0   12    0      0
+        sum       ℓ_i = Σ_j E_ij            0    8    0    0    0      8
+        divide    A_ij = E_ij / ℓ_i         0    0    0    0   12     12
+        AV        O = A V                  24   16    0    0    0     40
+        total                              60   48    8   12   12    128
         FLOPs = mul + add + cmp + div (subtractions count as adds); exps counted separately
         """
         rows = [(s.name, s.operation, s.multiplies, s.adds, s.compares, s.exps, s.divides, s.flops)

@@ -2,7 +2,7 @@
 
 ``check(label, answer)`` compares a learner's answer to one of the book's exercises with a
 reference that is **computed at check time** from the exercise's inputs (the book's examples,
-:func:`attnlib.trace_attention`, :func:`attnlib.causal_mask`, the counting functions of
+:func:`~attnlib.trace.trace_attention`, :func:`~attnlib.core.causal_mask`, the counting functions of
 :mod:`attnlib.counts`, ...). Nothing here stores an answer: the registry holds the inputs,
 a sentence saying what to submit, and functions.
 
@@ -84,6 +84,8 @@ class Misconception:
 
 _M = Misconception
 #: Every misconception ``check`` can name, by key. The first twelve are the classic ones of attention.
+#:
+#: :meta hide-value:
 MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("scale-d_k", "scaled by d_k instead of √d_k",
        "Your numbers are what dividing the scores by d_k = {d_k} gives. The factor is 1/√d_k: it gives "
@@ -1666,6 +1668,8 @@ _register(_scalar_exercise(
 ))
 
 #: Every checkable answer, by label.
+#:
+#: :meta hide-value:
 EXERCISES: dict[str, Exercise] = {ex.label: ex for ex in _REGISTRY}
 
 

@@ -470,7 +470,7 @@ def kv_cache_bytes(config: ModelConfig, n_tokens: int, dtype_bytes: int = 2) -> 
 
     ``2 · n_layers · n_kv_heads · d_head · n_tokens · dtype_bytes``: a key and
     a value (the 2) of ``d_head`` numbers per token, per key–value head, per
-    layer. This is :attr:`attnlib.kvcache.DecodeCost.cache_elements` (for
+    layer. This is ``cache_elements`` of :class:`DecodeCost` (for
     ``d_k = d_v = d_head``) times ``n_layers · n_kv_heads · dtype_bytes``.
     Grouped-query attention (``n_kv_heads < n_heads``) shrinks it by
     ``n_heads / n_kv_heads``.

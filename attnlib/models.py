@@ -79,6 +79,8 @@ class ModelConfig:
 
 
 #: Published configurations, each number as stated in the cited source.
+#:
+#: :meta hide-value:
 MODEL_CONFIGS: tuple[ModelConfig, ...] = (
     # Radford et al. 2019, Table 2 (smallest model: 12 layers, d_model 768) and Sec. 2.3 (context
     # 1024 tokens); the 12 heads of 64 dims are GPT-1's (Radford et al. 2018, Sec. 4.1), which GPT-2
@@ -178,7 +180,7 @@ class AttentionScaleTable:
             A ``str`` whose ``source`` column is each row's BibTeX key. In
             Jupyter and in the book it displays as an HTML table whose
             ``source`` column names the work as a reader cites it ("Brown et
-            al. 2020", the start of :attr:`ModelConfig.source`) and whose
+            al. 2020", the start of ``source`` in :class:`ModelConfig`) and whose
             notes say where each number is stated (:class:`attnlib._table.Table`).
 
         Examples

@@ -432,7 +432,7 @@ class MultiHeadAttention:
 
     @property
     def n_params(self) -> int:
-        """Number of weights: ``4 · d_model · n_heads · d_head`` (no biases)."""
+        """The number of weights, ``4 · d_model · n_heads · d_head`` (no biases)."""
         return int(self._W_Q.size + self._W_K.size + self._W_V.size + self._W_O.size)
 
     def __repr__(self) -> str:

@@ -38,8 +38,8 @@ from attnlib import _validation as _v
 
 __all__ = ["CMAP", "PALETTE", "bars", "heatmap", "hidpi_png", "use_book_style", "vectors_2d"]
 
-#: Okabe & Ito (2008), "Color Universal Design": eight colours that stay
-#: distinguishable under the common forms of colour-vision deficiency. The
+#: Eight colours that stay distinguishable under the common forms of
+#: colour-vision deficiency (Okabe and Ito, 2008, "Color Universal Design"). The
 #: order is the order of the book's colour cycle.
 PALETTE: dict[str, str] = {
     "blue": "#0072B2",
@@ -52,7 +52,7 @@ PALETTE: dict[str, str] = {
     "black": "#000000",
 }
 
-#: Sequential colormap for weights: perceptually uniform and readable with
+#: The sequential colormap of weights, perceptually uniform and readable with
 #: colour-vision deficiencies (dark purple = low, yellow = high).
 CMAP: str = "viridis"
 

@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 
+#: The optimisers the experiment can train with: plain gradient descent and Adam.
 OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 """Optimisers of :func:`train_retrieval`: plain SGD and Adam (β1 = 0.9, β2 = 0.999, ε = 1e-8)."""
 
@@ -268,7 +269,7 @@ def _forward_backward(W_Q: np.ndarray, W_K: np.ndarray, b: RetrievalBatch, scale
     side, ``U = scale · Q W_Kᵀ`` with ``Q = X_q W_Q``, and ``S_bj = U_b · x_k[b, j]``. Every
     product of weights is then one of ``batch`` rows, which makes a sweep several times cheaper.
     The backward pass follows the same lines in reverse; its softmax line is that of
-    :func:`attention_backward`.
+    :func:`~attnlib.grad.attention_backward`.
     """
     n_b = b.X_k.shape[-3]
     d_v = b.V.shape[-1]
@@ -314,12 +315,12 @@ def retrieval_loss_and_grads(
     ``L = mean((O − V[target])²)``. The loss sits downstream of the
     attention output, so its gradient reaches the scores only through the
     softmax Jacobian. Backward pass: ``dO = 2 (O − V[target]) / (batch · d_v)``;
-    the lines of :func:`attention_backward` give ``dQ`` and ``dK``; then
+    the lines of :func:`~attnlib.grad.attention_backward` give ``dQ`` and ``dK``; then
     ``dW_Q = Σ_b X_q[b]ᵀ dQ[b]`` and ``dW_K = Σ_b X_k[b]ᵀ dK[b]``. (The
     computation never forms ``K``: with ``U = scale · Q W_Kᵀ`` the scores are
     ``S_b = U_b X_k[b]ᵀ``, and ``dW_K = Σ_b X_k[b]ᵀ dK[b]`` is the same sum
     taken as ``dUᵀ Q``, which is much cheaper when ``n_keys · d_k`` is large.
-    The tests compare the result with :func:`attention_backward` itself.)
+    The tests compare the result with :func:`~attnlib.grad.attention_backward` itself.)
 
     Parameters
     ----------

@@ -329,3 +329,18 @@ def test_fragment_script_is_inlined_once_without_its_comment() -> None:
     assert "hashchange" in body and "scrollIntoView" in body and "content-visibility" not in body
     assert page.count("<script") == PAGE.count("<script") + 1
     assert lp.inline_fragments(page, script) == page
+
+
+def test_a_sidebar_toggle_is_named_for_the_entry_it_opens() -> None:
+    theme = ('<li class="toctree-l1 has-children"><a class="reference internal" href="api/index.html">'
+             'API reference</a><details open="open"><summary>'
+             '<span class="toctree-toggle" role="presentation"><i class="fa-solid fa-chevron-down"></i>'
+             '</span></summary><ul>')
+    named = lp.named_toggles(theme)
+    assert '<summary aria-label="Sections of API reference"><span class="toctree-toggle"' in named
+    assert lp.named_toggles(named) == named
+    current = theme.replace('class="reference internal" href="api/index.html"',
+                            'class="current reference internal" href="#"')
+    assert '<summary aria-label="Sections of API reference">' in lp.named_toggles(current)
+    plain = "<details><summary>Show the solution</summary></details>"
+    assert lp.named_toggles(plain) == plain

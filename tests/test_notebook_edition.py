@@ -242,6 +242,7 @@ def test_an_unknown_role_or_directive_is_an_error_not_raw_text():
     chapter = edition.Chapter(ROOT / "book" / "99_x.ipynb", 9, "X", nbformat.v4.new_notebook(), {"v": "0.5"})
     r = edition.Renderer(chapter, edition.Labels(), edition.Bibliography({}))
     assert r.markdown("v = {glue:text}`v:.2f`") == "v = 0.50"
+    assert r.markdown("the {term}`keys <Key>` and the {term}`softmax`") == "the keys and the softmax"
     with pytest.raises(ValueError, match="role"):
         r.markdown("{kbd}`Ctrl`")
     with pytest.raises(ValueError, match="directive"):

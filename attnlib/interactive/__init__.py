@@ -6,18 +6,22 @@ each state announced to screen readers). Nothing is computed in JavaScript, and 
 from another host: the book serves its own plotly.js (a partial bundle, loaded only when a figure
 nears the viewport) on pages that show such a figure.
 
-* :mod:`attnlib.interactive._render` – :class:`StaticFigure`, :class:`ExplorerState`,
-  :class:`DataTable` (deterministic HTML plus Plotly's mimetype for JupyterLab);
-  ``explorer.js`` beside it is the browser side
-* :mod:`attnlib.interactive.trace_explorers` – :func:`pipeline_stepper` and
-  :func:`hover_heatmap` for one :class:`~attnlib.trace.AttentionTrace`
+* :mod:`attnlib.interactive._render` – :class:`~attnlib.interactive._render.StaticFigure`,
+  :class:`~attnlib.interactive._render.ExplorerState`, :class:`~attnlib.interactive._render.DataTable`
+  (deterministic HTML plus Plotly's mimetype for JupyterLab); ``explorer.js`` beside it is the browser
+  side
+* :mod:`attnlib.interactive.trace_explorers` – :func:`~attnlib.interactive.trace_explorers.pipeline_stepper`
+  and :func:`~attnlib.interactive.trace_explorers.hover_heatmap` for one
+  :class:`~attnlib.trace.AttentionTrace`
 * :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word
   explorer of chapter 2
-* :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance
-  explorers (:func:`scaling_explorer`, :func:`variance_explorer`)
+* :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance explorers
+  (:func:`~attnlib.interactive.scaling_explorers.scaling_explorer`,
+  :func:`~attnlib.interactive.scaling_explorers.variance_explorer`)
 * :mod:`attnlib.interactive.beyond_explorers` – chapter 7's causal-mask and heads explorers
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
-  (:func:`explore`, :func:`live_scaling_explorer`); the static book shows a note instead
+  (:func:`~attnlib.interactive.live.explore`, :func:`~attnlib.interactive.live.live_scaling_explorer`);
+  the static book shows a note instead
 """
 
 from attnlib.interactive import _render, beyond_explorers, live, qkv_explorers, trace_explorers

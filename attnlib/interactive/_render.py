@@ -24,7 +24,7 @@ machine: every float in the figure is rounded to :data:`FIGURE_SIGNIFICANT_DIGIT
 far coarser than the last-bit differences that another CPU, BLAS kernel or summation order leaves in
 a computed value, and far finer than a screen can show. So nbval can compare it anywhere.
 
-:class:`MystNbPlotlyMime` is a myst-nb mime-render plugin (entry point group
+``MystNbPlotlyMime`` is a myst-nb mime-render plugin (entry point group
 ``myst_nb.mime_renderers``): it tells myst-nb that the Plotly mimetype of a :class:`StaticFigure` is
 handled by the ``text/html`` beside it, so the build renders the HTML without the "skipping unknown
 output mime type" warning. A bare Plotly output without that HTML still warns.
@@ -53,9 +53,10 @@ __all__ = [
     "StaticFigure",
 ]
 
+#: Plotly's own output type, which JupyterLab, VS Code and nbviewer draw with their plotly.js.
 PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
 
-#: Client-side options of every figure: no Plotly logo, no toolbar, no "send to cloud" button
+#: The client-side options of every figure. No Plotly logo, no toolbar, no "send to cloud" button
 #: (plotly.js 3 has no "Edit in Chart Studio" link left to switch off), no MathJax,
 #: resize with the page.
 PLOTLY_CONFIG: dict[str, Any] = {

@@ -8,7 +8,7 @@ calls the same attnlib functions again (:func:`~attnlib.trace.trace_attention`,
 redraws with :mod:`attnlib.plots`.
 
 * :func:`explore` – editable ``Q``, ``K``, ``V``, a query picker and a scale
-  toggle; draws the weights and prints :meth:`AttentionTrace.explain`.
+  toggle; draws the weights and prints :meth:`~attnlib.trace.AttentionTrace.explain`.
 * :func:`live_scaling_explorer` – one random query against ``n_keys`` random keys
   for any ``d_k`` from 1 to 1024, scaled or not; draws the weights with their
   largest weight and entropy.
@@ -23,7 +23,7 @@ controls, so its build renders the note instead of the widget (the book's
 The bundle works under ipywidgets 8 and under ipywidgets 7, which Colab keeps
 (7.7.1; its front end breaks under 8): an ipywidgets 8 widget gives its view
 through its own ``_repr_mimebundle_``, a 7 widget has no such method and only
-sends the same view from ``_ipython_display_``; see :func:`_widget_view`.
+sends the same view from ``_ipython_display_``; see ``_widget_view``.
 """
 
 from __future__ import annotations
@@ -59,12 +59,15 @@ __all__ = [
     "live_scaling_explorer",
 ]
 
+#: The output type of an ipywidgets view, which a live Jupyter front end draws as controls.
 WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 
 #: The scale toggle of :func:`explore`: (button label, rule of :data:`attnlib.core.SCALE_RULES`).
 SCALES: tuple[tuple[str, str], ...] = (("1/√d_k", "inverse_sqrt"), ("none", "none"), ("1/d_k", "inverse"))
 
 #: The note the static book shows in place of the controls.
+#:
+#: :meta hide-value:
 LIVE_NOTE = (
     "This is a live explorer: its controls need a running Python kernel, so the static book does not "
     "show them. Download this page as a notebook (the download button at the top of the page) and run it "
@@ -220,8 +223,8 @@ class LiveExplorer:
 
     Build one with :func:`explore` or :func:`live_scaling_explorer`. Every change
     of a control calls :meth:`redraw`, which reads all the controls, computes
-    with attnlib and, if that succeeds, replaces :attr:`state`,
-    :attr:`last_trace`, :attr:`figure` and the text; if the input is invalid
+    with attnlib and, if that succeeds, replaces ``state``,
+    ``last_trace``, ``figure`` and the text; if the input is invalid
     it shows the message in the widget and keeps the previous state.
 
     Attributes
@@ -319,7 +322,7 @@ class LiveExplorer:
 
         Front ends with a widget manager (JupyterLab, Notebook, Colab) render the
         view; the book's build drops it and renders the note. Works under
-        ipywidgets 7 and 8 (:func:`_widget_view`).
+        ipywidgets 7 and 8 (``_widget_view``).
         """
         data = {
             WIDGET_VIEW_MIMETYPE: _widget_view(self.widget),  # ipywidgets 7 or 8
@@ -348,7 +351,7 @@ def explore(Q: Any, K: Any, V: Any, tokens: Sequence[str] | None = None) -> Live
     Each change calls :func:`attnlib.trace.trace_attention` on the edited
     matrices and draws the weight matrix (:func:`attnlib.plots.heatmap`), the
     chosen query's weights (:func:`attnlib.plots.bars`) and the text of
-    :meth:`AttentionTrace.explain` for that query.
+    :meth:`~attnlib.trace.AttentionTrace.explain` for that query.
 
     Parameters
     ----------

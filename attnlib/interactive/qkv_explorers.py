@@ -95,7 +95,7 @@ def qkv_phases(example: Example) -> list[dict[str, Any]]:
 
     Q, K and V are computed as ``X @ W``; scores, scaled scores, weights and
     output come from :func:`attnlib.trace.trace_attention` on them, and the
-    arithmetic of phases 3 to 5 is the text of :meth:`AttentionTrace.explain`.
+    arithmetic of phases 3 to 5 is the text of :meth:`~attnlib.trace.AttentionTrace.explain`.
 
     Parameters
     ----------
@@ -357,7 +357,7 @@ def word_explorer(
         ``fig.data[i]`` is the bar trace of query ``i`` (``y = trace.weights[i]``,
         ``x = 0..n_k-1`` with the tokens as tick labels); only the chosen one is
         visible. ``fig.layout.updatemenus[0].buttons[i]`` selects query ``i``, and
-        ``states[(i,)]`` is its :class:`ExplorerState`: ``lines`` are
+        ``states[(i,)]`` is its :class:`~attnlib.interactive._render.ExplorerState`: ``lines`` are
         ``word_notes(trace, feature_names)[i]``.
 
     Raises

@@ -4,7 +4,7 @@ Every state is computed here, in Python, from the trace; the browser only
 switches between states (native buttons and sliders in the book, Plotly's own in
 JupyterLab, and hover labels). Each state also says its numbers in words and
 holds them as a table, for keyboard and screen-reader users. All the arithmetic
-shown is the text of :meth:`AttentionTrace.explain`, so the figure and the
+shown is the text of :meth:`~attnlib.trace.AttentionTrace.explain`, so the figure and the
 printed explanation can never disagree.
 
 * :func:`pipeline_stepper` – choose a query, step through raw scores, scaled
@@ -140,8 +140,8 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
     ``n_q`` buttons choose the query; a slider chooses the step: raw scores, scaled scores, weights,
     output. The bars show that step's row for the chosen query. Under them each state says its numbers
     in words (announced to screen readers), writes out the step's arithmetic from
-    :meth:`AttentionTrace.explain`, and tabulates the query's row up to that step. All ``n_q × 4``
-    states are computed here; the browser only switches between them.
+    :meth:`~attnlib.trace.AttentionTrace.explain`, and tabulates the query's row up to that step. All
+    ``n_q × 4`` states are computed here; the browser only switches between them.
 
     Parameters
     ----------
@@ -157,7 +157,8 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
         ``fig.layout.updatemenus[0].buttons[i]`` selects query ``i`` and
         ``fig.layout.sliders[0].steps[s]`` sets step ``s`` of :data:`STEPS`
         for every query: its ``args[0]["y"][i]`` is row ``i`` of that stage.
-        ``states[(i, s)]`` is the :class:`ExplorerState` of query ``i`` at step ``s``:
+        ``states[(i, s)]`` is the :class:`~attnlib.interactive._render.ExplorerState` of query ``i`` at
+        step ``s``:
         its ``lines`` are that step's blocks of ``trace.explain(i)``.
 
     Raises
@@ -329,7 +330,7 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
         One heatmap trace: ``z`` is ``trace.weights`` (masked cells ``None``),
         ``customdata[i][j]`` holds the strings shown on hover for query ``i``
         and key ``j``: the dot product term by term, the scaling, the
-        exponential and the weight, as :meth:`AttentionTrace.explain` writes them.
+        exponential and the weight, as :meth:`~attnlib.trace.AttentionTrace.explain` writes them.
         ``fig.layout.updatemenus[0].buttons[i]`` moves the outline
         (``fig.layout.shapes[0]``) to row ``i``, and ``states[(i,)]`` writes that
         row's cells out with the same strings.

@@ -474,6 +474,20 @@ def lazy_images(page: str) -> str:
 
 
 # -------------------------------------------------------------------------------------------- finished
+_NAV_TOGGLE = re.compile(r'(<a class="[^"]*reference internal" href="[^"]*">([^<]+)</a><details[^>]*>)'
+                         r'<summary>')
+
+
+def named_toggles(page: str) -> str:
+    """``page`` with each sidebar toggle that opens a chapter's sections named for a screen reader.
+
+    The theme draws the toggle as a chevron inside a bare ``<summary>``, which a screen reader announces
+    as nothing ("summary elements must have discernible text", axe-core); it gets an ``aria-label``
+    naming the entry it opens ("Sections of API reference").
+    """
+    return _NAV_TOGGLE.sub(lambda m: f'{m.group(1)}<summary aria-label="Sections of {m.group(2)}">', page)
+
+
 def html_pages(outdir: Path) -> list[Path]:
     """The built pages under ``outdir`` (not the copies of sources, images and static files)."""
     return [p for p in sorted(outdir.rglob("*.html")) if not SKIP_DIRS & set(p.relative_to(outdir).parts)]
@@ -512,6 +526,7 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
         if page.relative_to(outdir).as_posix() != "search.html":
             new = scripts_after_first_paint(new)
         new = lazy_images(new)
+        new = named_toggles(new)
         if new != text:
             page.write_text(new, encoding="utf-8")
     if icons is not None:

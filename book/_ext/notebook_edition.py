@@ -382,6 +382,8 @@ class Renderer:
                 return self._doc(content)
             if role in ("cite", "cite:p", "cite:t"):
                 return self._cite(content, textual=role == "cite:t")
+            if role == "term":  # a glossary link: its words ("keys <Key>" reads "keys")
+                return re.sub(r"\s*<[^<>]*>$", "", content)
             raise ValueError(f"{self.chapter.path.name}: no plain-text form for the role {{{role}}}")
 
         return ROLE.sub(replace, text)

@@ -60,6 +60,7 @@ the full book the same way (stored outputs), which the tests compare against.
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
 import functools
 import hashlib
@@ -433,10 +434,19 @@ def found_in(fragments_: list[Fragment], files: Iterable[Path]) -> dict[Fragment
     return hits
 
 
+def docstrings(source: str) -> list[str]:
+    """The docstrings of a module, its classes and functions, and its ``#:`` attribute comments."""
+    nodes = [n for n in ast.walk(ast.parse(source))
+             if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    found = [doc for n in nodes if (doc := ast.get_docstring(n))]
+    return found + re.findall(r"^\s*#: ?(.*)$", source, flags=re.M)
+
+
 def elsewhere_text(student_notebooks: dict[str, nbformat.NotebookNode],
                    root: Path = ROOT) -> tuple[str, list[str]]:
     """The normalised text of everything that is not a solution (the student notebooks, with their
-    outputs, the chapters' cells outside solutions and the Markdown pages), and its words."""
+    outputs, the chapters' cells outside solutions, the Markdown pages and the docstrings of attnlib that
+    the API reference shows), and its words."""
     parts = []
     for nb in student_notebooks.values():
         for cell in nb.cells:
@@ -448,8 +458,10 @@ def elsewhere_text(student_notebooks: dict[str, nbformat.NotebookNode],
     for path in sorted((root / "book").glob("[0-9]*.ipynb")):
         for cell in student_notebook(nbformat.read(path, as_version=4)).cells:
             parts.append(cell.source)
-    for path in sorted((root / "book").glob("*.md")):
+    for path in sorted((root / "book").rglob("*.md")):
         parts.append(path.read_text(encoding="utf-8"))
+    for path in sorted((root / "attnlib").rglob("*.py")):
+        parts += docstrings(path.read_text(encoding="utf-8"))
     text = "\n".join(parts)
     return normalise(text), re.findall(r"[A-Za-z]+", text)
 
