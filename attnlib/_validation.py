@@ -299,7 +299,7 @@ def check_float_dtype(dtype: Any) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"dtype must be a NumPy floating dtype such as np.float32; got {dtype!r}") from None
+        raise TypeError(f"dtype must be a floating NumPy dtype such as np.float32; got {dtype!r}") from None
     if dt.kind != "f":
-        raise TypeError(f"dtype must be a floating dtype (float16/32/64); got {dt}")
+        raise TypeError(f"dtype must be a floating NumPy dtype (float16/32/64); got {dt}")
     return dt

@@ -288,7 +288,14 @@ def max_path_length(n: int, kind: str) -> int:
 
     At ``n = 1`` both paths are one hop.
 
-    Parameters and Raises are as in :func:`sequential_steps`.
+    Parameters are as in :func:`sequential_steps`.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an integer.
+    ValueError
+        ``n < 1``, or ``kind`` is not ``"recurrent"`` or ``"attention"``.
 
     Examples
     --------

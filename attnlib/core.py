@@ -196,6 +196,13 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
         ``mask[i, j] = j <= i``. As in PyTorch, the diagonal starts at the top
         left, so with ``n_q < n_k`` the last keys are visible to no query.
 
+    Raises
+    ------
+    TypeError
+        ``n_q`` or ``n_k`` is not an integer.
+    ValueError
+        ``n_q`` or ``n_k`` is less than 1.
+
     Examples
     --------
     >>> causal_mask(3).astype(int)
@@ -225,6 +232,14 @@ def padding_mask(lengths: Any, n_k: int) -> np.ndarray:
         the queries. For multi-head inputs ``(batch, heads, n_q, n_k)`` use
         ``mask[:, None]``. A sequence of length 0 leaves its rows with
         nothing to attend to, which attention turns into zero outputs.
+
+    Raises
+    ------
+    TypeError
+        ``n_k`` is not an integer, or ``lengths`` holds values that are not whole numbers.
+    ValueError
+        ``n_k < 1``; ``lengths`` is not a non-empty 1-D sequence, or a length lies outside
+        ``0..n_k`` (the message names the lengths and their positions).
 
     Examples
     --------

@@ -329,7 +329,13 @@ class MemoryCounts:
     stages: tuple[MemoryStage, ...]
 
     def stage(self, name: str) -> MemoryStage:
-        """The stage called ``name``; ``KeyError`` naming the stages if there is none."""
+        """The stage called ``name``.
+
+        Raises
+        ------
+        KeyError
+            There is no such stage (the message names the stages).
+        """
         for s in self.stages:
             if s.name == name:
                 return s

@@ -97,12 +97,7 @@ class KVCache:
     def __init__(self, d_k: int, d_v: int, dtype: Any = np.float64, capacity: int | None = None) -> None:
         self._d_k = _v.check_positive_int(d_k, "d_k")
         self._d_v = _v.check_positive_int(d_v, "d_v")
-        try:
-            dt = np.dtype(dtype)
-        except TypeError:
-            raise TypeError(f"dtype must be a floating NumPy dtype; got {dtype!r}") from None
-        if dt.kind != "f":
-            raise TypeError(f"dtype must be a floating NumPy dtype (float16/32/64); got {dt}")
+        dt = _v.check_float_dtype(dtype)
         self._dtype = dt
         cap = _DEFAULT_CAPACITY if capacity is None else _v.check_positive_int(capacity, "capacity")
         self._K = np.empty((cap, self._d_k), dtype=dt)  # (capacity, d_k)

@@ -160,7 +160,13 @@ class AttentionScaleTable:
     dtype_bytes: int
 
     def row(self, name: str) -> ModelScale:
-        """The row of the model called ``name``; ``KeyError`` listing the names if absent."""
+        """The row of the model called ``name``.
+
+        Raises
+        ------
+        KeyError
+            The table has no such model (the message lists the names).
+        """
         for r in self.rows:
             if r.config.name == name:
                 return r

@@ -57,6 +57,13 @@ def naive_softmax(x: Any, axis: int = -1) -> np.ndarray:
     only as ``inf``/``nan`` in the result, which is how it goes unnoticed in
     real code. Use :func:`attnlib.core.softmax` for anything but a demonstration.
 
+    Raises
+    ------
+    TypeError
+        ``x`` does not hold real numbers.
+    ValueError
+        ``x`` is a scalar. (Overflow raises nothing: that is the point, see Notes.)
+
     Examples
     --------
     >>> import numpy as np

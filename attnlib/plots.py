@@ -115,6 +115,11 @@ def use_book_style(*, hidpi: bool = True) -> None:
         or with another backend, nothing is changed. The backend itself is
         never switched.
 
+    Raises
+    ------
+    TypeError
+        ``hidpi`` is not a bool.
+
     Examples
     --------
     >>> import matplotlib

@@ -432,6 +432,8 @@ class AttentionTrace:
 
         Raises
         ------
+        TypeError
+            ``decimals`` is not an integer.
         ValueError
             ``stage`` is not one of the stages (the message lists them), or
             ``decimals < 0``.

@@ -262,7 +262,7 @@ BAD_INPUTS = [
     case("dtype_int", lambda: KVCache(4, 2, dtype=np.int64), TypeError,
          "dtype must be a floating NumPy dtype (float16/32/64); got int64"),
     case("dtype_nonsense", lambda: KVCache(4, 2, dtype="banana"), TypeError,
-         "dtype must be a floating NumPy dtype; got 'banana'"),
+         "dtype must be a floating NumPy dtype such as np.float32; got 'banana'"),
     case("capacity_0", lambda: KVCache(4, 2, capacity=0), ValueError, "capacity must be positive; got 0"),
     # --- append
     case("append_wrong_d_k", lambda: cache_with(0).append(np.ones((2, 3)), np.ones((2, 2))), ValueError,

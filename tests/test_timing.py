@@ -238,7 +238,7 @@ rng0 = np.random.default_rng(0)
         (lambda: time_attention([8, 0], 4, rng0), ValueError, r"ns\[1\] must be positive; got 0"),
         (lambda: time_attention([8], 0, rng0), ValueError, r"d must be positive; got 0"),
         (lambda: time_attention([8], 4, rng0, repeats=0), ValueError, r"repeats must be positive; got 0"),
-        (lambda: time_attention([8], 4, rng0, dtype=np.int64), TypeError, r"dtype must be a floating dtype"),
+        (lambda: time_attention([8], 4, rng0, dtype=np.int64), TypeError, r"floating NumPy dtype.*int64"),
         (lambda: time_attention([8], 4, rng0, threads=0), ValueError,
          r"threads must be a positive integer or None \(leave BLAS as is\); got 0"),
         (lambda: time_attention([8], 4, rng0, threads=1.0), TypeError,

@@ -91,6 +91,11 @@ def format_matrix(M: Any) -> str:
     Every entry is written with ``repr(float)``, so :func:`parse_matrix` gives
     back exactly the same numbers.
 
+    Raises
+    ------
+    ValueError
+        ``matrix`` is not 2-D.
+
     Examples
     --------
     >>> print(format_matrix([[1.0, 0.5], [-2.0, 0.25]]))

@@ -282,6 +282,11 @@ def word_notes(trace: AttentionTrace, feature_names: Sequence[str] | None = None
     the key with the largest weight, its score ``q·k`` as a sum of
     ``wanted × offered`` over the features both have, and its weight.
 
+    Raises
+    ------
+    ValueError
+        ``feature_names`` does not name each of the trace's ``d_k`` features.
+
     Examples
     --------
     >>> from attnlib.features import animal_street
