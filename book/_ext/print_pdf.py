@@ -321,7 +321,7 @@ class _NavParser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.entries: list[tuple[str, str]] = []
         self._nav_depth = 0  # >0 inside the navigation
-        self._li: list[bool] = []  # for each open <li>: is it a first-level entry?
+        self._li: list[bool] = []  # for each open <li>: is it a toc entry whose link is still to come?
         self._href: str | None = None
         self._text: list[str] = []
 
@@ -331,7 +331,7 @@ class _NavParser(HTMLParser):
             if self._nav_depth or ("bd-docs-nav" in classes and not self.entries):
                 self._nav_depth += 1
         elif self._nav_depth and tag == "li":
-            self._li.append("toctree-l1" in classes)
+            self._li.append(any(c.startswith("toctree-l") for c in classes))
         elif self._nav_depth and tag == "a" and self._li and self._li[-1] and self._href is None:
             self._href = dict(attrs).get("href") or ""
             self._text = []
@@ -365,9 +365,9 @@ def root_page(html_dir: Path) -> str:
 def toc_entries(html_dir: Path) -> list[TocEntry]:
     """Every page of the book in table-of-contents order, read from the built navigation.
 
-    The root page comes first, then the first-level entries of its sidebar (as ``_toc.yml`` lists
-    them). Raises ``FileNotFoundError`` if the build is missing and ``ValueError`` if its navigation
-    names no page or a page that is not there.
+    The root page comes first, then the entries of its sidebar, a page's sections (the API reference's
+    pages) after it, as ``_toc.yml`` lists them. Raises ``FileNotFoundError`` if the build is missing and
+    ``ValueError`` if its navigation names no page or a page that is not there.
     """
     root = root_page(html_dir)
     parser = _NavParser()
