@@ -128,9 +128,13 @@ def test_pages_get_mathml_and_lose_mathjax(tmp_path: Path, mathjax_dir: Path, no
         "</script>\n</head><body><p>Inline <span class=\"math notranslate nohighlight\">\\(a &lt; b\\)</span>"
         ' and display</p><div class="math notranslate nohighlight">\n\\[\\sqrt{d_k}\\]\n</div></body></html>',
         encoding="utf-8")
+    plain = tmp_path / "book" / "index.html"  # no formula, but MathJax (its toctree children have some)
+    head = page.read_text(encoding="utf-8").split("<body>")[0]
+    plain.write_text(head + "<body><p>Words.</p></body></html>", encoding="utf-8")
     count = mp.rewrite_pages(tmp_path, node, mp._math_font())
     html = page.read_text(encoding="utf-8")
     assert count == 2
+    assert plain.read_text(encoding="utf-8") == "<html><head>\n</head><body><p>Words.</p></body></html>"
     inline = "<math><mi>a</mi><mo>&lt;</mo><mi>b</mi></math>"
     assert f'<span class="math notranslate">{inline}</span>' in html
     assert '<div class="math notranslate nohighlight"><math display="block"><msqrt>' in html

@@ -17,8 +17,9 @@ At the end of an HTML build, this extension
   (``\\mathbb``, ``\\mathbf``, ``\\mathcal``) become the Unicode mathematical letters (MathML Core draws
   only ``mathvariant="normal"``), MathJax's private attributes go, and the markup is written compactly;
 * replaces each formula's TeX with its MathML (the ``math`` class stays), drops the MathJax loader from
-  those pages, and adds ``_static/lean/mathml.css`` with a math font: STIX Two Math (SIL Open Font
-  Licence, the copy the ``ziamath`` package ships), subset with fontTools to the characters the book
+  those pages (and from any page without a formula that Sphinx gave one), and adds
+  ``_static/lean/mathml.css`` with a math font: STIX Two Math (SIL Open Font Licence, the copy the
+  ``ziamath`` package ships), subset with fontTools to the characters the book
   uses, stretchy variants and the MATH table kept (about 45 kB as WOFF2).
 
 Without Node.js the pages keep MathJax (lean_pages loads it after the first paint) and the build says so.
@@ -59,6 +60,7 @@ _INLINE = re.compile(r'<span class="math notranslate nohighlight">\\\((.*?)\\\)<
 _DISPLAY = re.compile(r'(<div class="math notranslate nohighlight"[^>]*>)\s*\\\[(.*?)\\\]\s*</div>', re.S)
 _LOADER = re.compile(r'\n?[ \t]*<script[^>]*data-mathjax="[^"]*"[^>]*></script>')
 _MATHJAX_CONFIG = re.compile(r'\n?[ \t]*<script>window\.MathJax = .*?</script>', re.S)
+_ANY_FORMULA = re.compile(r'class="math[ "]')
 
 # MathJax's mathvariant values and the words of their Unicode names ("MATHEMATICAL DOUBLE-STRUCK CAPITAL R").
 _STYLES = {
@@ -317,6 +319,10 @@ def rewrite_pages(outdir: Path, node: str, font: Path) -> int:
     for page, text in texts.items():
         new = _DISPLAY.sub(display, _INLINE.sub(inline, text))
         if new == text:
+            if _LOADER.search(text) and not _ANY_FORMULA.search(text):
+                # No formula of its own, but Sphinx loads MathJax on a page whose toctree children have
+                # some (the API reference's index): 720 kB of scripts for nothing, and a layout shift.
+                page.write_text(_MATHJAX_CONFIG.sub("", _LOADER.sub("", text)), encoding="utf-8")
             continue
         new = _LOADER.sub("", new)
         new = _MATHJAX_CONFIG.sub("", new)
