@@ -20,8 +20,9 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
 * :mod:`attnlib.kvcache` – a key–value cache for incremental decoding, and its size in published models
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
-* :mod:`attnlib.exercises` – ``check(label, answer)``: answers to the book's exercises checked against
-  references recomputed at check time, with the likely misconception named
+* :mod:`attnlib.exercises` – the book's exercises: what to submit, a reference recomputed at call time
+* :mod:`attnlib.misconceptions` – the classic mistakes of attention, named and recomputed from the inputs
+* :mod:`attnlib.feedback` – ``check(label, answer)``: an answer judged, with the mistake it matches named
 * :mod:`attnlib.data` – data files the chapters read, shipped inside the package
 """
 
@@ -59,7 +60,7 @@ from attnlib.core import (
     softmax,
 )
 from attnlib.examples import Example, cat_sat_on_mat, cat_sits, three_directions
-from attnlib.exercises import check
+from attnlib.feedback import check
 from attnlib.kvcache import KVCache, incremental_attention
 from attnlib.multihead import MultiHeadAttention
 from attnlib.stats import (

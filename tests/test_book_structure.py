@@ -17,7 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))
+CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))  # and going-deeper pages
+# A going-deeper page (03a_scaling_deeper.ipynb) follows its chapter (03_scaling.ipynb): material the core
+# path leaves out, with no objectives or exercises of its own.
+DEEPER = [p for p in CHAPTERS if re.match(r"\d\d[a-z]_", p.name)]
 MIN_EXERCISES = 3
 
 
@@ -87,7 +90,7 @@ def test_one_import_cell_and_no_definitions(path: Path) -> None:
             )
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in CHAPTERS if p not in DEEPER], ids=lambda p: p.name)
 def test_chapter_template(path: Path) -> None:
     nb = _load(path)
     md = _markdown(nb)
@@ -105,6 +108,23 @@ def test_chapter_template(path: Path) -> None:
     assert not missing, f"{path.name}: exercises without a solution: {missing}"
     dropdown = re.findall(r"\{solution(?:-start)?\}\s+\S+\s*\n:class:\s*dropdown", md)
     assert len(dropdown) >= len(exercises), f"{path.name}: every solution should be a dropdown"
+
+
+@pytest.mark.parametrize("path", DEEPER, ids=lambda p: p.name)
+def test_going_deeper_page_template(path: Path) -> None:
+    """Marked as such, nested under its chapter in the table of contents, announced by the chapter's own
+    "Going deeper" section, with a summary and no exercises (the core path never needs it)."""
+    md = _markdown(_load(path))
+    assert re.search(r"^# Going deeper: \S", md, flags=re.MULTILINE), f"{path.name}: title is not 'Going deeper: ...'"
+    assert re.search(r"^#+\s+Summary", md, flags=re.MULTILINE), f"{path.name}: no 'Summary' section"
+    assert "{exercise}" not in md, f"{path.name}: exercises belong to the chapter"
+    chapter = next(p for p in CHAPTERS if p.name[:2] == path.name[:2] and p not in DEEPER)
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    nested = re.search(rf"- file: book/{chapter.stem}\n\s+sections:\n(?:\s+- file: \S+\n)*?\s+- file: book/{path.stem}\n", toc)
+    assert nested, f"_toc.yml should list {path.stem} among the sections of {chapter.stem}"
+    section = re.search(r"^## Going deeper\n(.*?)(?=^## |\Z)", _markdown(_load(chapter)), flags=re.MULTILINE | re.S)
+    assert section and f"{{doc}}`{path.stem}`" in section.group(1), (
+        f"{chapter.name} should point to {path.stem} from a '## Going deeper' section")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

@@ -161,7 +161,7 @@ def test_import_cell_imports_check(path):
     first = next(c for c in nb.cells if c.cell_type == "code" and "import" in c.source
                  and "install" not in c.metadata.get("tags", []))
     names = {alias.name for node in ast.walk(ast.parse(first.source))
-             if isinstance(node, ast.ImportFrom) and node.module in ("attnlib", "attnlib.exercises")
+             if isinstance(node, ast.ImportFrom) and node.module in ("attnlib", "attnlib.feedback")
              for alias in node.names}
     assert "check" in names, f"{path.name}: the import cell does not import check from attnlib"
 

@@ -23,8 +23,10 @@ from hypothesis.extra import numpy as hnp
 
 import attnlib
 import attnlib.examples
-from attnlib import exercises
-from attnlib.exercises import EXERCISES, MISCONCEPTIONS, Feedback, check, exercise
+from attnlib import exercises, feedback, misconceptions
+from attnlib.exercises import EXERCISES, exercise
+from attnlib.feedback import Feedback, check
+from attnlib.misconceptions import MISCONCEPTIONS
 
 CLASSIC = (
     "scale-d_k", "no-scale", "wrong-axis", "k-not-transposed", "no-max-subtraction", "not-normalised",
@@ -529,7 +531,7 @@ def test_unanswered_and_nan_and_shape(label):
     wrong_shape = np.zeros(ref.size + 3)
     fb = check(label, wrong_shape)
     assert fb.status == "invalid"
-    assert f"({ref.size + 3},)" in fb.message and exercises._fmt_shape(ref.shape) in fb.message
+    assert f"({ref.size + 3},)" in fb.message and feedback._fmt_shape(ref.shape) in fb.message
 
 
 def test_nan_message_points_at_the_max():
@@ -566,10 +568,10 @@ def test_unknown_label_raises_with_suggestions():
 def test_attention_misconceptions_arguments():
     ex = attnlib.cat_sat_on_mat()
     with pytest.raises(ValueError, match="what must be"):
-        exercises.attention_misconceptions(ex.Q, ex.K, ex.V, what="probabilities")
+        misconceptions.attention_misconceptions(ex.Q, ex.K, ex.V, what="probabilities")
     with pytest.raises(ValueError, match=r"\(5, 4\), \(4, 4\), \(5, 4\)"):
-        exercises.attention_misconceptions(ex.Q, ex.K[:4], ex.V)
-    wrong = exercises.attention_misconceptions(ex.Q, ex.K, ex.V, what="output")
+        misconceptions.attention_misconceptions(ex.Q, ex.K[:4], ex.V)
+    wrong = misconceptions.attention_misconceptions(ex.Q, ex.K, ex.V, what="output")
     assert wrong["weights-not-output"].shape == (5, 5)
     assert "k-not-transposed" not in wrong  # Q K does not exist for (5, 4) @ (5, 4)
 

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import notebook_edition as edition  # noqa: E402  (a build tool beside the local Sphinx extensions)
 
-CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))
+CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))  # with the going-deeper pages
+WITH_EXERCISES = [name for name in CHAPTERS if not edition.is_deeper_page(name)]
 RAW_MYST = {
     "role": re.compile(r"\{[\w:-]+\}`"),
     "directive fence": re.compile(r"^\s*(`{3,}|:{3,})\{", re.M),
@@ -95,7 +96,7 @@ def test_every_glued_number_is_the_one_the_html_shows(built, name):
         assert shown in text, f"{name}: {role} should show {shown!r}"
 
 
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", WITH_EXERCISES)
 def test_exercises_are_numbered_headings_each_followed_by_its_solution(built, name):
     source = nbformat.read(ROOT / "book" / name, as_version=4)
     src_md = "\n".join(c.source for c in source.cells if c.cell_type == "markdown")
@@ -300,7 +301,14 @@ def test_a_live_explorers_stored_note_says_to_run_the_cell():
 def test_chapter_titles_are_numbered_as_on_the_page(built):
     for name in CHAPTERS:
         title = next(c for c in built[name].cells if c.cell_type == "markdown").source.splitlines()[0]
-        assert title.startswith(f"# {int(name[:2])}. "), title
+        if edition.is_deeper_page(name):
+            # Sphinx numbers the nested page after its chapter's sections (its level-2 headings).
+            parent = next(n for n in CHAPTERS if n[:2] == name[:2] and not edition.is_deeper_page(n))
+            chapter = nbformat.read(ROOT / "book" / parent, as_version=4)
+            h2 = sum(len(re.findall(r"^## ", c.source, re.M)) for c in chapter.cells if c.cell_type == "markdown")
+            assert title.startswith(f"# {int(name[:2])}.{h2 + 1}. Going deeper"), title
+        else:
+            assert title.startswith(f"# {int(name[:2])}. "), title
 
 
 def test_several_citations_are_sorted_and_joined_as_the_page_does(built):
@@ -342,9 +350,12 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
     figures = _source_figures(name)
     assert figures, f"{name} has no captioned figure (the test would check nothing)"
     chapter, cells = int(name[:2]), built[name].cells
+    # A going-deeper page continues its chapter's numbers (Figure 3.5 follows Figure 3.4).
+    first = 1 + sum(len(_source_figures(other)) for other in CHAPTERS
+                    if other < name and other[:2] == name[:2]) if edition.is_deeper_page(name) else 1
     found = [(i, m) for i, c in enumerate(cells) if c.cell_type == "markdown"
              for m in re.findall(r"\*\*Figure (\d+)\.(\d+)\.\*\* ", c.source)]
-    assert [(int(a), int(b)) for _, (a, b) in found] == [(chapter, k) for k in range(1, len(figures) + 1)]
+    assert [(int(a), int(b)) for _, (a, b) in found] == [(chapter, k) for k in range(first, first + len(figures))]
     for i, _ in found:
         if "solution" in cells[i].metadata.get("tags", []):
             assert "data:image/png;base64," in cells[i].source, f"{name}: a solution's caption, no figure"
@@ -357,7 +368,7 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
 
 def test_figure_references_read_as_the_figures_are_numbered(built):
     text = _markdown(built["03_scaling.ipynb"])
-    assert "In Figure 3.5, under $1/d_k$" in text and "the top panel of Figure 3.5." in text
+    assert "In Figure 3.4, under $1/d_k$" in text and "the top panel of Figure 3.4." in text
     assert "Figure 5.2 shows both on" in _markdown(built["05_implementation.ipynb"])
 
 

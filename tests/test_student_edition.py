@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import notebook_edition as nbe  # noqa: E402  (build tools beside the local Sphinx extensions)
 import student  # noqa: E402
 
-CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))
+CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))  # with the going-deeper pages
+WITH_EXERCISES = [name for name in CHAPTERS if not nbe.is_deeper_page(name)]
 EXERCISE = re.compile(r"^### Exercise (\d+)\.(\d+)", re.M)
 REPO = "https://github.com/example/attention-book"
 LAUNCH = re.compile(r"https://(?:mybinder\.org|colab\.research\.google\.com)/")
@@ -71,7 +72,7 @@ def last_exercise_cell(nb: nbformat.NotebookNode) -> int:
     """The index of the last cell of the last exercise (before the next heading, or the last cell)."""
     starts = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and EXERCISE.search(c.source)]
     if not starts:
-        raise ValueError("the notebook has no exercise")
+        return len(nb.cells) - 1  # a going-deeper page has none: it runs to its end
     stop = len(nb.cells) - 1
     for i in range(starts[-1] + 1, len(nb.cells)):
         cell = nb.cells[i]
@@ -132,7 +133,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory,
 
 
 # --------------------------------------------------------------------------- the markers
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", WITH_EXERCISES)
 def test_every_solution_of_the_chapters_is_marked(name):
     nb = nbformat.read(ROOT / "book" / name, as_version=4)
     assert nbe.marker_problems(nb, name) == [], "run `python book/_ext/notebook_edition.py --mark`"
@@ -290,8 +291,8 @@ def test_every_student_notebook_runs_through_its_exercises(runs, name, student_n
     assert done.returncode == 0, f"{name} failed after {runs.seconds[name]} s:\n{done.stderr[-6000:]}"
     n_code = sum(c.cell_type == "code" for c in student_notebooks[name].cells[:runs.stops[name] + 1])
     assert f"{n_code} code cells ran" in done.stdout and n_code > 5, done.stdout
-    assert runs.stops[name] >= max(i for i, c in enumerate(student_notebooks[name].cells)
-                                   if EXERCISE.search(c.source))
+    assert runs.stops[name] >= max((i for i, c in enumerate(student_notebooks[name].cells)
+                                    if EXERCISE.search(c.source)), default=len(student_notebooks[name].cells) - 1)
 
 
 # --------------------------------------------------------------------------- the web pages
@@ -361,7 +362,7 @@ def _page(folder: Path, name: str) -> str:
     return (folder / "html" / "book" / name.replace(".ipynb", ".html")).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", WITH_EXERCISES)
 def test_the_student_page_keeps_every_exercise_and_shows_no_solution(runs, name):
     source = nbformat.read(ROOT / "book" / name, as_version=4)
     exercises = "\n".join(c.source for c in source.cells if "{exercise}" in c.source)

@@ -138,6 +138,13 @@ class Chapter:
     title: str
     notebook: NotebookNode
     glue: dict[str, str] = field(default_factory=dict)
+    # A page nested under a chapter in the table of contents (a going-deeper page) has the chapter's
+    # number, continues its figure, exercise and proof numbers, and is numbered as its next section.
+    section: str | None = None
+
+    @property
+    def heading_number(self) -> str | None:
+        return self.section or (str(self.number) if self.number else None)
 
 
 @dataclass
@@ -154,12 +161,23 @@ TARGET = re.compile(r"^\(([\w.:-]+)\)=\s*$")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def _toc_documents(root: Path) -> list[tuple[str, bool]]:
-    """(document path without extension, numbered) in table-of-contents order."""
+def is_deeper_page(name: str | Path) -> bool:
+    """A going-deeper page (``03a_scaling_deeper.ipynb``, a letter after its chapter's number) holds
+    material its chapter (``03_scaling.ipynb``) leaves out of the core path: nested under the chapter in
+    the table of contents, without learning objectives, exercises or a quiz of its own."""
+    return re.match(r"\d\d[a-z]_", Path(name).name) is not None
+
+
+def _toc_documents(root: Path) -> list[tuple[str, bool, str | None]]:
+    """(document path without extension, numbered, parent document or None) in table-of-contents order:
+    a chapter's ``sections`` follow it."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    docs = [(toc["root"], False)]
+    docs: list[tuple[str, bool, str | None]] = [(toc["root"], False, None)]
     for part in toc.get("parts", []):
-        docs += [(entry["file"], bool(part.get("numbered"))) for entry in part.get("chapters", [])]
+        numbered = bool(part.get("numbered"))
+        for entry in part.get("chapters", []):
+            docs.append((entry["file"], numbered, None))
+            docs += [(sub["file"], numbered, entry["file"]) for sub in entry.get("sections", [])]
     return docs
 
 
@@ -190,12 +208,13 @@ def _directive_blocks(text: str) -> Iterator[tuple[str, str, dict[str, str]]]:
 def collect_labels(chapters: list[Chapter]) -> Labels:
     """Number exercises and proofs per chapter as the HTML does, and title every label."""
     labels = Labels()
+    chapter_counts: dict[int, dict[str, int]] = {}  # a nested page continues its chapter's numbers
     for chapter in chapters:
         doc = chapter.path.stem
         number = chapter.number
         where = f"“{chapter.title}” (chapter {number})" if number else f"“{chapter.title}”"
         labels.docs[doc] = where
-        counts: dict[str, int] = {}
+        counts: dict[str, int] = chapter_counts.setdefault(number, {}) if number else {}
         pending: list[str] = []
         for cell in chapter.notebook.cells:
             if cell.cell_type == "code" and is_numbered_figure(options := figure_options(cell)):
@@ -855,15 +874,16 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
     title, _, rest = cells[first].source.partition("\n")
     if not title.startswith("# "):
         raise ValueError(f"{chapter.path.name}: the first Markdown cell must open with the chapter title")
+    what = f"Section {chapter.section}, a going-deeper page," if chapter.section else f"Chapter {chapter.number}"
     if edition == "student":
-        note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook: the student edition, with the "
+        note = (f"*{what} of “{book_title}”, as a notebook: the student edition, with the "
                 "exercises and without their solutions. The numbers in the text were computed by its code "
                 "cells when the book was built. Run the cells in order, the first one first.*")
     else:
-        note = (f"*Chapter {chapter.number} of “{book_title}”, as a notebook. The numbers in the text were "
+        note = (f"*{what} of “{book_title}”, as a notebook. The numbers in the text were "
                 "computed by its code cells when the book was built. Run the cells in order, the first one "
                 "first.*")
-    heading = nbformat.v4.new_markdown_cell(f"# {chapter.number}. {title[2:].strip()}\n\n{note}")
+    heading = nbformat.v4.new_markdown_cell(f"# {chapter.heading_number}. {title[2:].strip()}\n\n{note}")
     body = [nbformat.v4.new_markdown_cell(rest.strip("\n"))] if rest.strip() else []
     cells[first:first + 1] = [heading, *body]
     cited = [k for k in r.cited if edition != "student" or k in r.cited_outside_solutions]
@@ -962,10 +982,10 @@ def _solution_cell(solution: dict[str, Any]) -> NotebookNode:
 # --------------------------------------------------------------------------- the edition
 def load_pages(root: Path = ROOT) -> list[Chapter]:
     """Every page of the table of contents; a Markdown page is read as one Markdown cell."""
-    pages = []
+    pages: list[Chapter] = []
     number = 0
-    for doc, numbered in _toc_documents(root):
-        number += numbered
+    for doc, numbered, parent in _toc_documents(root):
+        number += numbered and parent is None
         path = root / f"{doc}.ipynb"
         if path.exists():
             nb = nbformat.read(path, as_version=4)
@@ -973,7 +993,16 @@ def load_pages(root: Path = ROOT) -> list[Chapter]:
             path = root / f"{doc}.md"
             text = path.read_text(encoding="utf-8")
             nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text)])
-        pages.append(Chapter(path, number if numbered else None, _first_heading(nb), nb, _glue_values(nb)))
+        section = None
+        if parent is not None and numbered:
+            # Sphinx numbers the nested page after the chapter's own sections and earlier nested pages.
+            siblings = [p for p in pages if p.section and p.number == number]
+            chapter = next(p for p in pages if p.path.with_suffix("").as_posix().endswith(parent))
+            h2 = sum(bool(re.match(r"^##\s", line)) for cell in chapter.notebook.cells
+                     if cell.cell_type == "markdown" for line in cell.source.splitlines())
+            section = f"{number}.{h2 + len(siblings) + 1}"
+        pages.append(Chapter(path, number if numbered else None, _first_heading(nb), nb, _glue_values(nb),
+                             section))
     return pages
 
 

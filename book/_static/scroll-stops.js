@@ -13,6 +13,12 @@
  * for the theme's boxes and the book's formulas: it reads the widths of a batch of boxes, then writes
  * their tab stops, in tasks of a few milliseconds, starting after the first paint. It runs again after
  * fonts load, after a resize, and for boxes added later (an explorer's panels, a widget's output).
+ *
+ * A box in a section that is not drawn yet (attnbook.css: content-visibility: auto) waits until the
+ * section is drawn: reading its width would make the browser lay the whole section out first, and on
+ * chapter 3 those forced layouts were 1.2 s of main-thread work on Lighthouse's phone. The browser tells
+ * when a section is drawn (contentvisibilityautostatechange); its boxes are measured then, before a
+ * reader scrolling or tabbing into it can reach them.
  * tests/browser/test_accessibility.py runs axe-core at 390 px; test_navigation.py counts the stops.
  */
 (function () {
@@ -43,12 +49,17 @@
   }
 
   // One task: read the widths of boxes until the budget is spent, then write their tab stops.
+  // False for a box inside a section the browser skips for now (style only: no layout is forced).
+  function drawn(el) {
+    return !el.checkVisibility || el.checkVisibility({ contentVisibilityAuto: true });
+  }
+
   function work() {
     var start = performance.now(), batch = [];
     while (queue.length && (batch.length < 8 || performance.now() - start < BUDGET_MS)) {
       var el = queue.shift();
       queued.delete(el);
-      if (!el.isConnected) continue;
+      if (!el.isConnected || !drawn(el)) continue;  // measured when its section is drawn
       var wide = el.scrollWidth > el.clientWidth;
       batch.push([el, wide || (!el.matches(MATH) && el.scrollHeight > el.clientHeight)]);
     }
@@ -86,6 +97,10 @@
     var root = document.getElementById("main-content") || document.body;
     /* Only new elements: our own tabindex changes are attributes and do not come back here. */
     new MutationObserver(added).observe(root, { subtree: true, childList: true });
+    /* A section is drawn: measure its boxes (the event does not bubble; capture sees it). */
+    document.addEventListener("contentvisibilityautostatechange", function (event) {
+      if (!event.skipped) enqueue(event.target.querySelectorAll(SELECTOR));
+    }, true);
     var resized = null;
     window.addEventListener("resize", function () {
       clearTimeout(resized);
@@ -97,8 +112,10 @@
   }
 
   window.attnlibScrollStops = {
-    // Resolves once every box has its tab stop (tests wait for it before they count or run axe).
+    // Resolves once every box drawn now has its tab stop (tests wait for it before they count or run
+    // axe; a test that draws every section first gets every box).
     settled: function () {
+      all();
       return new Promise(function (resolve) {
         (function check() {
           if (started && !running && !queue.length) resolve(true);

@@ -88,6 +88,7 @@ def _settle(page: Any) -> None:
     """Math typeset and explorers drawn; fails, naming them, if an explorer is never drawn."""
     page.evaluate(READY_JS)  # formulas shown and fonts loaded (font loads change formula widths)
     page.evaluate(DRAW_SECTIONS_JS)  # axe reads the colours of every section: each drawn (sections.py)
+    page.evaluate(READY_JS)  # scroll-stops.js measures a section's boxes once it is drawn
     undrawn = page.evaluate(EXPLORERS_JS)
     assert not undrawn, f"{page.url}: explorers not drawn within 60 s of coming into view: {undrawn}"
     page.evaluate(FRAMES_JS)

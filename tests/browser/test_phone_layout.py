@@ -205,7 +205,10 @@ def test_the_models_table_is_an_html_table_that_scrolls_in_its_box(browser: Any,
         page = context.new_page()
         page.goto(f"{base_url}/book/06_complexity.html", wait_until="load")
         page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
-        page.evaluate(READY_JS)  # book/_static/scroll-stops.js sets the tab stops after the first paint
+        # As a reader reaches each table: scroll-stops.js gives a box its tab stop once its section is drawn.
+        for table in page.locator(".cell_output .attnlib-table").all():
+            table.scroll_into_view_if_needed()
+            page.evaluate(READY_JS)
         tables = page.evaluate(TABLES)
     finally:
         context.close()
@@ -224,3 +227,45 @@ def test_the_models_table_is_an_html_table_that_scrolls_in_its_box(browser: Any,
     assert models["rowHeadSticky"], "the model names should stay in view while the table scrolls"
     if scheme == "dark":
         assert models["bg"] < 0.1, "in dark mode the table should sit on the dark page, not on a light card"
+
+
+# The boxes of one section: whether it is drawn, and each box's tab stop and whether it scrolls sideways.
+SECTION_BOXES = """(id) => {
+  const section = document.getElementById(id);
+  const boxes = [...section.querySelectorAll('pre, .cell_output > .output')];
+  return {drawn: section.checkVisibility({contentVisibilityAuto: true}),
+          boxes: boxes.map(b => ({tab: b.getAttribute('tabindex'), wide: b.scrollWidth > b.clientWidth}))};
+}"""
+
+
+def test_a_box_far_down_the_page_becomes_a_tab_stop_when_its_section_is_drawn(browser: Any,
+                                                                            base_url: str) -> None:
+    """scroll-stops.js measures the boxes of a section the browser has not drawn yet (attnbook.css:
+    content-visibility) only once it is drawn: measuring it earlier forced the browser to lay it out,
+    1.2 s of main-thread work on chapter 3 under Lighthouse's phone. A reader scrolling to it finds
+    every box that scrolls sideways a tab stop, and every other box none."""
+    context = browser.new_context(**PHONE)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{base_url}/book/05_implementation.html", wait_until="load")
+        page.evaluate(SCRIPTS_JS)
+        page.evaluate(READY_JS)
+        ids = page.evaluate("""() => [...document.querySelectorAll('.bd-article > section > section')]
+            .filter(s => getComputedStyle(s).contentVisibility === 'auto' && s.querySelector('pre'))
+            .map(s => s.id)""")
+        far = ids[-2]  # a section with code, well below the first screen
+        before = page.evaluate(SECTION_BOXES, far)
+        assert not before["drawn"], f"section {far} is drawn before the reader comes near it"
+        assert all(b["tab"] is None for b in before["boxes"]), before["boxes"]
+        page.locator(f"#{far}").scroll_into_view_if_needed()
+        page.evaluate(READY_JS)
+        after = page.evaluate(SECTION_BOXES, far)
+    finally:
+        context.close()
+    assert after["drawn"], far
+    boxes = after["boxes"]
+    assert any(b["wide"] for b in boxes), f"no box of {far} scrolls sideways at 390 px: pick another section"
+    wrong = [b for b in boxes if b["tab"] != ("0" if b["wide"] else "-1")]
+    assert not wrong, f"{far}: boxes with the wrong tab stop once drawn: {wrong}"
+
