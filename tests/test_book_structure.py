@@ -115,14 +115,16 @@ def test_going_deeper_page_template(path: Path) -> None:
     """Marked as such, nested under its chapter in the table of contents, announced by the chapter's own
     "Going deeper" section, with a summary and no exercises (the core path never needs it)."""
     md = _markdown(_load(path))
-    assert re.search(r"^# Going deeper: \S", md, flags=re.MULTILINE), f"{path.name}: title is not 'Going deeper: ...'"
+    assert re.search(r"^# Going deeper: \S", md, flags=re.MULTILINE), path.name
     assert re.search(r"^#+\s+Summary", md, flags=re.MULTILINE), f"{path.name}: no 'Summary' section"
     assert "{exercise}" not in md, f"{path.name}: exercises belong to the chapter"
     chapter = next(p for p in CHAPTERS if p.name[:2] == path.name[:2] and p not in DEEPER)
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    nested = re.search(rf"- file: book/{chapter.stem}\n\s+sections:\n(?:\s+- file: \S+\n)*?\s+- file: book/{path.stem}\n", toc)
+    nested = re.search(rf"- file: book/{chapter.stem}\n\s+sections:\n(?:\s+- file: \S+\n)*?"
+                       rf"\s+- file: book/{path.stem}\n", toc)
     assert nested, f"_toc.yml should list {path.stem} among the sections of {chapter.stem}"
-    section = re.search(r"^## Going deeper\n(.*?)(?=^## |\Z)", _markdown(_load(chapter)), flags=re.MULTILINE | re.S)
+    section = re.search(r"^## Going deeper\n(.*?)(?=^## |\Z)", _markdown(_load(chapter)),
+                        flags=re.MULTILINE | re.S)
     assert section and f"{{doc}}`{path.stem}`" in section.group(1), (
         f"{chapter.name} should point to {path.stem} from a '## Going deeper' section")
 

@@ -305,7 +305,8 @@ def test_chapter_titles_are_numbered_as_on_the_page(built):
             # Sphinx numbers the nested page after its chapter's sections (its level-2 headings).
             parent = next(n for n in CHAPTERS if n[:2] == name[:2] and not edition.is_deeper_page(n))
             chapter = nbformat.read(ROOT / "book" / parent, as_version=4)
-            h2 = sum(len(re.findall(r"^## ", c.source, re.M)) for c in chapter.cells if c.cell_type == "markdown")
+            h2 = sum(len(re.findall(r"^## ", c.source, re.M))
+                     for c in chapter.cells if c.cell_type == "markdown")
             assert title.startswith(f"# {int(name[:2])}.{h2 + 1}. Going deeper"), title
         else:
             assert title.startswith(f"# {int(name[:2])}. "), title
@@ -355,7 +356,8 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
                     if other < name and other[:2] == name[:2]) if edition.is_deeper_page(name) else 1
     found = [(i, m) for i, c in enumerate(cells) if c.cell_type == "markdown"
              for m in re.findall(r"\*\*Figure (\d+)\.(\d+)\.\*\* ", c.source)]
-    assert [(int(a), int(b)) for _, (a, b) in found] == [(chapter, k) for k in range(first, first + len(figures))]
+    expected = [(chapter, k) for k in range(first, first + len(figures))]
+    assert [(int(a), int(b)) for _, (a, b) in found] == expected
     for i, _ in found:
         if "solution" in cells[i].metadata.get("tags", []):
             assert "data:image/png;base64," in cells[i].source, f"{name}: a solution's caption, no figure"

@@ -154,6 +154,9 @@ class Labels:
     text: dict[str, str] = field(default_factory=dict)  # label -> e.g. "Exercise 3.2"
     chapter_of: dict[str, int | None] = field(default_factory=dict)
     docs: dict[str, str] = field(default_factory=dict)  # doc name -> "“Title” (chapter N)"
+    # doc name -> the figures, exercises and proofs numbered before the page in its chapter (a nested
+    # page continues its chapter's numbers)
+    counts_before: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
@@ -215,6 +218,7 @@ def collect_labels(chapters: list[Chapter]) -> Labels:
         where = f"“{chapter.title}” (chapter {number})" if number else f"“{chapter.title}”"
         labels.docs[doc] = where
         counts: dict[str, int] = chapter_counts.setdefault(number, {}) if number else {}
+        labels.counts_before[doc] = dict(counts)
         pending: list[str] = []
         for cell in chapter.notebook.cells:
             if cell.cell_type == "code" and is_numbered_figure(options := figure_options(cell)):
@@ -343,7 +347,7 @@ class Renderer:
         # True while a solution is rendered: the student edition lists only works cited outside them.
         self.in_solution = False
         self.cited_outside_solutions: set[str] = set()
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, int] = dict(labels.counts_before.get(chapter.path.stem, {}))
 
     # -- inline roles
     def _ref(self, content: str, chapter: bool = True) -> str:
@@ -874,7 +878,8 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
     title, _, rest = cells[first].source.partition("\n")
     if not title.startswith("# "):
         raise ValueError(f"{chapter.path.name}: the first Markdown cell must open with the chapter title")
-    what = f"Section {chapter.section}, a going-deeper page," if chapter.section else f"Chapter {chapter.number}"
+    what = (f"Section {chapter.section}, a going-deeper page," if chapter.section
+            else f"Chapter {chapter.number}")
     if edition == "student":
         note = (f"*{what} of “{book_title}”, as a notebook: the student edition, with the "
                 "exercises and without their solutions. The numbers in the text were computed by its code "

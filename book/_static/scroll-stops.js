@@ -49,9 +49,17 @@
   }
 
   // One task: read the widths of boxes until the budget is spent, then write their tab stops.
-  // False for a box inside a section the browser skips for now (style only: no layout is forced).
+  // Sections the browser has drawn at least once: their boxes have a layout to read, even if the
+  // section is skipped again by the time its turn comes (a jump past it, sections above it resized).
+  var shown = new WeakSet();
+
+  // False for a box inside a section the browser has never drawn (style only: no layout is forced).
   function drawn(el) {
-    return !el.checkVisibility || el.checkVisibility({ contentVisibilityAuto: true });
+    if (!el.checkVisibility || el.checkVisibility({ contentVisibilityAuto: true })) return true;
+    for (var s = el.closest("section"); s; s = s.parentElement && s.parentElement.closest("section")) {
+      if (shown.has(s)) return true;
+    }
+    return false;
   }
 
   function work() {
@@ -99,7 +107,9 @@
     new MutationObserver(added).observe(root, { subtree: true, childList: true });
     /* A section is drawn: measure its boxes (the event does not bubble; capture sees it). */
     document.addEventListener("contentvisibilityautostatechange", function (event) {
-      if (!event.skipped) enqueue(event.target.querySelectorAll(SELECTOR));
+      if (event.skipped) return;
+      shown.add(event.target);
+      enqueue(event.target.querySelectorAll(SELECTOR));
     }, true);
     var resized = null;
     window.addEventListener("resize", function () {

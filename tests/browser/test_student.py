@@ -36,7 +36,8 @@ import print_pdf  # noqa: E402
 import student  # noqa: E402
 
 STUDENT_DIR = Path(os.environ.get("STUDENT_HTML_DIR", REPO_ROOT / "_build" / "student" / "html")).resolve()
-CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb"))
+# The chapters with exercises and solutions (not the going-deeper pages).
+CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb") if not nbe.is_deeper_page(p))
 BEFOREPRINT_JS = """
 () => {
   window.dispatchEvent(new Event('beforeprint'));
