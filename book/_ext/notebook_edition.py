@@ -216,6 +216,8 @@ def collect_labels(chapters: list[Chapter]) -> Labels:
         doc = chapter.path.stem
         number = chapter.number
         where = f"“{chapter.title}” (chapter {number})" if number else f"“{chapter.title}”"
+        if chapter.section:  # a going-deeper page: its own notebook
+            where = f"“{chapter.title}” (section {chapter.section}, the notebook {chapter.path.name})"
         labels.docs[doc] = where
         counts: dict[str, int] = chapter_counts.setdefault(number, {}) if number else {}
         labels.counts_before[doc] = dict(counts)
