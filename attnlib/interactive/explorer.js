@@ -183,6 +183,16 @@
     });
   };
 
+  // A section of the book laid out only near the screen (content-visibility: auto, attnbook.css) is
+  // laid out for good before its figure draws: Plotly measures its labels as it draws, and in a section
+  // not laid out they measured nothing and vanished.
+  function layOut(figure) {
+    if (!figure.checkVisibility || figure.checkVisibility({contentVisibilityAuto: true})) return;
+    for (var el = figure.parentElement; el; el = el.parentElement) {
+      if (getComputedStyle(el).contentVisibility === "auto") el.style.contentVisibility = "visible";
+    }
+  }
+
   // Draw the plot once (plotly.js is loaded by the first figure that asks); resolves when drawn.
   Explorer.prototype.draw = function () {
     var self = this;
@@ -193,6 +203,7 @@
     }
     this.ready = Promise.all([this.data(), plotly()]).then(function (got) {
       var spec = got[0].spec;
+      layOut(self.figure);
       return got[1].newPlot(self.gd, spec.data, spec.layout, spec.config);
     }).then(function () {
       self.plotted = true;

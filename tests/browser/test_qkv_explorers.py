@@ -121,7 +121,9 @@ def test_each_phase_of_the_stepper_shows_its_matrices(chapter: tuple[Any, PageLo
     page, log = chapter
     ex = cat_sits()
     figure = page.locator(f'figure[data-explorer="{STEPPER}"]')
-    assert figure.locator("button[data-control]").all_inner_texts() == [label for label, _ in PHASES]
+    figure.scroll_into_view_if_needed()  # as a reader reaches it (its section is laid out near the screen)
+    labels = [t.strip() for t in figure.locator("button[data-control]").all_text_contents()]
+    assert labels == [label for label, _ in PHASES]
     start = shown_state(page, STEPPER)
     assert start["key"] == "0" and start["summary"].startswith(PHASES[0][1])
     np.testing.assert_array_equal(np.array([_numbers(start["tables"][0], c) for c in (1, 2, 3)]).T, ex.X)
