@@ -1,0 +1,91 @@
+"""Every chapter page of the built book shows its reading times (book/_ext/reading_time.py).
+
+Read from the built HTML (no browser): under the title of each chapter page of the toc, one line for the
+page; under each ``##`` heading but Exercises and the quiz, one line for the section; none inside a
+heading, none elsewhere. The page total is rounded once, the sections each on their own, so the total
+lies between the sum of the sections' minutes less one a section and that sum plus the introduction's
+minutes. The counting rules themselves are tested in tests/test_reading_time.py.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from bs4 import BeautifulSoup, Tag
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
+import reading_time as rt  # noqa: E402  (a local Sphinx extension, not a package)
+
+PAGE_LINE = re.compile(r"About (\d+) min of reading(, plus exercises)?")
+SECTION_LINE = re.compile(r"About (\d+) min read")
+
+
+def _chapters(toc_pages: list[str]) -> list[str]:
+    pages = [p for p in toc_pages if re.fullmatch(rt.CHAPTER_PAGES + r"\.html", p)]
+    assert len(pages) >= 8, f"the toc's chapter pages: {pages}"
+    assert "book/03a_scaling_deeper.html" in pages, "a going-deeper page is a chapter page too"
+    return pages
+
+
+def _heading_text(heading: Tag) -> str:
+    """A heading as written: without its section number and its "#" link."""
+    for extra in heading.select(".section-number, .headerlink"):
+        extra.extract()
+    return heading.get_text(" ", strip=True)
+
+
+def _line_after(heading: Tag) -> Tag | None:
+    line = heading.find_next_sibling()
+    return line if isinstance(line, Tag) and "reading-time" in (line.get("class") or []) else None
+
+
+def _intro_words(page: Tag) -> int:
+    """Words under the title before the first section, counted loosely (more than the extension's
+    count: punctuation and the parts of a formula are words here), so an upper bound."""
+    words = 0
+    for child in page.find_all(recursive=False):
+        if child.name == "section":
+            break
+        if "cell" not in (child.get("class") or []) and "reading-time" not in (child.get("class") or []):
+            words += len(child.get_text(" ").split())
+    return words
+
+
+def test_every_chapter_page_shows_its_reading_times(html_dir: Path, toc_pages: list[str]) -> None:
+    for rel in _chapters(toc_pages):
+        soup = BeautifulSoup((html_dir / rel).read_text(encoding="utf-8"), "html.parser")
+        h1 = soup.select_one("article section > h1")
+        assert h1 is not None, f"{rel}: no title"
+        page = h1.parent
+        page_line = _line_after(h1)
+        assert page_line is not None, f"{rel}: no reading time under the title"
+        total = PAGE_LINE.fullmatch(page_line.get_text(strip=True))
+        assert total, f"{rel}: {page_line.get_text(strip=True)!r}"
+
+        minutes, titles = [], []
+        for section in page.find_all("section", recursive=False):
+            h2 = section.find("h2", recursive=False)
+            assert h2 is not None, f"{rel}: a section without an h2"
+            title = _heading_text(h2)
+            titles.append(title)
+            line = _line_after(h2)
+            if title in rt.UNTIMED_SECTIONS:
+                assert line is None, f"{rel}: {title!r} has a reading time"
+                continue
+            assert line is not None, f"{rel}: {title!r} has no reading time"
+            found = SECTION_LINE.fullmatch(line.get_text(strip=True))
+            assert found, f"{rel}, {title!r}: {line.get_text(strip=True)!r}"
+            minutes.append(int(found.group(1)))
+
+        assert minutes, f"{rel}: no timed section"
+        lines = soup.select(".reading-time")
+        assert len(lines) == len(minutes) + 1, f"{rel}: {len(lines)} lines for {len(minutes)} sections"
+        assert not soup.select("h1 .reading-time, h2 .reading-time, h3 .reading-time, h4 .reading-time")
+        assert bool(total.group(2)) == ("Exercises" in titles), f"{rel}: 'plus exercises' iff it has them"
+        page_minutes = int(total.group(1))
+        intro = rt.minutes(_intro_words(page))
+        assert sum(minutes) - len(minutes) <= page_minutes <= sum(minutes) + intro, (
+            f"{rel}: the page says {page_minutes} min, its sections {minutes}, its introduction <= {intro}")

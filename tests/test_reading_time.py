@@ -1,0 +1,247 @@
+"""Reading times (book/_ext/reading_time.py): what counts as a word, the rounding, the Exercises, the HTML.
+
+The counting runs on doctrees parsed from small MyST texts, and on a small Sphinx project built with
+MyST-NB (a real code cell, with its output). The built book's lines are checked after the build, with the
+other checks of the built pages: tests/browser/test_reading_time_html.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+from docutils.core import publish_doctree
+from myst_parser.parsers.docutils_ import Parser
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+sys.path.insert(0, str(BOOK / "_ext"))
+import reading_time as rt  # noqa: E402  (a local Sphinx extension, not a package)
+
+
+def _doctree(markdown: str) -> nodes.document:
+    """``markdown`` parsed by MyST with dollar math; the first heading stays a section (as in Sphinx)."""
+    return publish_doctree(markdown, parser=Parser(), settings_overrides={
+        "myst_enable_extensions": ["dollarmath", "colon_fence"], "doctitle_xform": False,
+        "report_level": 5})
+
+
+def _words(n: int, word: str = "word") -> str:
+    return " ".join([word] * n)
+
+
+def _cell(source: str, output: str, classes: tuple[str, ...] = ("cell",)) -> nodes.container:
+    """A code cell as MyST-NB writes it: its source, and an output that is plain text."""
+    code = nodes.container("", nodes.literal_block(source, source), classes=["cell_input"])
+    out = nodes.container("", nodes.paragraph("", output), classes=["cell_output"])
+    return nodes.container("", code, out, classes=list(classes))
+
+
+# --------------------------------------------------------------------------- minutes
+@pytest.mark.parametrize(("words", "expected"), [(0, 1), (1, 1), (200, 1), (201, 2), (400, 2), (401, 3),
+                                                 (4001, 21)])
+def test_minutes_round_up_at_200_words_a_minute_and_are_at_least_one(words: int, expected: int) -> None:
+    assert rt.minutes(words) == expected
+
+
+def test_minutes_of_a_negative_count_is_an_error() -> None:
+    with pytest.raises(ValueError, match="words must be zero or more, got -1"):
+        rt.minutes(-1)
+
+
+def test_lines_say_the_minutes() -> None:
+    assert rt.section_line(4) == "About 4 min read"
+    assert rt.page_line(20, exercises=True) == "About 20 min of reading, plus exercises"
+    assert rt.page_line(13, exercises=False) == "About 13 min of reading"
+
+
+# --------------------------------------------------------------------------- words
+@pytest.mark.parametrize(("markdown", "expected"), [
+    ("Plain prose, of six words here.", 6),
+    ("Divide by $\\sqrt{d_k}$ always.", 4),           # an inline formula is one word
+    ("The $n$-th row, and $Q K^\\top$ too.", 6),      # joined to the text it touches
+    ("Scores:\n\n$$\nS = \\frac{QK^\\top}{\\sqrt{d_k}}\n$$\n\nthen a softmax.", 4),  # display: none
+    ("Words *in emphasis* and **str**ong.", 5),       # inline markup splits no word
+    ("A dash — is no word, nor is 3.14 not one.", 10),  # "—" alone is none; a number is a word
+    ("- one item\n- two items\n\n1. three", 5),
+    ("| head | col |\n| --- | --- |\n| a cell | b |", 5),
+    (":::{note}\nMind the scale.\n:::", 3),               # "Note" is the writer's, not in the doctree
+    (":::{admonition} Mind this\nThe scale matters.\n:::", 5),  # a title of its own counts
+    ("Call `scaled_dot_product_attention` here.", 3),
+    ("```python\nx = softmax(Q @ K.T)\nprint(x)\n```\n\nAfter the code.", 3),  # code blocks: none
+    ("<div>raw html words</div>\n\nText.", 1),
+    ("% a comment\n\n(a-label)=\nText.", 1),
+])
+def test_count_words_counts_prose_only(markdown: str, expected: int) -> None:
+    assert rt.count_words(_doctree(markdown)) == expected
+
+
+def test_a_code_cell_counts_nothing_not_even_its_text_output() -> None:
+    prose = nodes.paragraph("", "Three words here.")
+    cell = _cell("x = attention(Q, K, V)\nprint(x)", "an output of six plain words")
+    assert rt.count_words(nodes.section("", prose, cell)) == 3
+    # The same containers without MyST-NB's classes would count the output: the rule is the class.
+    bare = cell.deepcopy()
+    for container in bare.findall(nodes.container):
+        container["classes"] = []
+    assert rt.count_words(nodes.section("", prose.deepcopy(), bare)) == 3 + 6
+
+
+def test_a_hidden_cell_counts_nothing() -> None:
+    cell = _cell("plot()", "a hidden output of seven plain words", classes=("cell", "tag_hide-cell"))
+    assert rt.count_words(nodes.section("", nodes.paragraph("", "Two words."), cell)) == 2
+
+
+def test_count_words_leaves_out_the_subtrees_it_is_told_to_skip() -> None:
+    doc = _doctree("# T\n\nOne two.\n\n## Skipped\n\nThree four five.\n")
+    skipped = doc.next_node(lambda n: isinstance(n, nodes.section) and "skipped" in n["ids"])
+    assert rt.count_words(doc) == 1 + 2 + 1 + 3
+    assert rt.count_words(doc, skip=(skipped,)) == 1 + 2
+
+
+def test_the_docstring_example() -> None:
+    import doctest
+
+    result = doctest.testmod(rt)
+    assert result.attempted >= 1 and result.failed == 0, result
+
+
+# --------------------------------------------------------------------------- a page
+CHAPTER = f"""# A chapter
+
+{_words(98)}
+
+## Learning objectives
+
+{_words(150)}
+
+## The variance
+
+{_words(300)} $d_k$
+
+### A subsection
+
+{_words(148)}
+
+```python
+{_words(500, "code")}
+```
+
+## Exercises
+
+{_words(900)}
+
+## Self-check quiz
+
+{_words(300)}
+"""
+
+
+def test_page_times_time_each_section_and_leave_the_exercises_and_quiz_out() -> None:
+    times = rt.page_times(_doctree(CHAPTER))
+    assert times is not None
+    titles = [t.title for t in times.sections]
+    assert titles == ["Learning objectives", "The variance"], "no line for Exercises and the quiz"
+    assert [t.words for t in times.sections] == [2 + 150, 2 + 301 + 2 + 148]  # titles are read too
+    assert [t.minutes for t in times.sections] == [1, 3]
+    assert times.words == 2 + 98 + 152 + 453, "the intro and the timed sections, not the exercises"
+    assert times.minutes == 4 and times.exercises
+
+
+def test_a_page_without_exercises_says_so_and_counts_everything() -> None:
+    times = rt.page_times(_doctree(f"# Deeper\n\n{_words(10)}\n\n## Summary\n\n{_words(199)}\n"))
+    assert times is not None and not times.exercises
+    assert (times.words, times.minutes) == (1 + 10 + 1 + 199, 2)
+    assert [t.minutes for t in times.sections] == [1]
+
+
+def test_a_document_without_a_section_has_no_times() -> None:
+    assert rt.page_times(_doctree("Just a paragraph.")) is None
+
+
+def test_add_lines_puts_each_line_after_its_title_never_inside() -> None:
+    doc = _doctree(CHAPTER)
+    times = rt.page_times(doc)
+    assert times is not None
+    rt.add_lines(times)
+    lines = list(doc.findall(rt.ReadingTime))
+    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 4), ("section", 1), ("section", 3)]
+    for line in lines:
+        section = line.parent
+        assert isinstance(section, nodes.section)
+        assert isinstance(section[section.index(line) - 1], nodes.title)
+    assert not any(doc.findall(lambda n: isinstance(n, rt.ReadingTime) and isinstance(n.parent, nodes.title)))
+    assert rt.count_words(doc) == rt.count_words(_doctree(CHAPTER)), "the lines are not counted"
+
+
+# --------------------------------------------------------------------------- the Sphinx extension
+CONF = """
+import sys
+sys.path.insert(0, {ext!r})
+extensions = ["myst_nb", "reading_time"]
+myst_enable_extensions = ["dollarmath"]
+nb_execution_mode = "off"
+reading_time_pages = r"0\\d+[a-z]?_.*"
+html_theme = "basic"
+"""
+
+def _notebook() -> str:
+    """A chapter notebook as MyST-NB reads it: prose, and a code cell with a stored output of 400 words."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(f"# A chapter\n\n{_words(50)}\n\n## First section\n\n{_words(250)}"),
+        nbformat.v4.new_code_cell("print(text)", outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=_words(400, "output"))]),
+        nbformat.v4.new_markdown_cell(f"## Exercises\n\n{_words(300)}"),
+    ]
+    return nbformat.writes(nb)
+
+
+def _sphinx(root: Path, builder: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", builder, str(root / "src"),
+                           str(root / builder)], capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("reading-time")
+    (root / "src").mkdir()
+    (root / "src" / "conf.py").write_text(CONF.format(ext=str(BOOK / "_ext")), encoding="utf-8")
+    (root / "src" / "index.md").write_text(
+        f"# Index\n\n{_words(20)}\n\n## Part\n\n{_words(20)}\n\n```{{toctree}}\n01_chapter\n```\n",
+        encoding="utf-8")
+    (root / "src" / "01_chapter.ipynb").write_text(_notebook(), encoding="utf-8")
+    return root
+
+
+def test_html_has_a_line_under_the_title_and_each_section_but_not_the_exercises(project: Path) -> None:
+    run = _sphinx(project, "html")
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = (project / "html" / "01_chapter.html").read_text(encoding="utf-8")
+    assert "output output" in page, "the cell's output is on the page (and was not counted)"
+    lines = re.findall(r'<p class="reading-time">([^<]*)</p>', page)
+    # the page: 2 + 50 + 2 + 250 words (not the output's 400, not the exercises' 301) -> 2 min
+    assert lines == ["About 2 min of reading, plus exercises", "About 2 min read"], lines
+    assert re.search(r'</h1>\s*<p class="reading-time">About 2 min of reading', page)
+    assert re.search(r'First section<a class="headerlink"[^>]*>[^<]*</a></h2>\s*<p class="reading-time">',
+                     page)
+    assert not re.search(r"<h[1-6][^>]*>(?:(?!</h[1-6]>).)*reading-time", page, re.S), "never in a heading"
+    index = (project / "html" / "index.html").read_text(encoding="utf-8")
+    assert "reading-time" not in index, "only the pages reading_time_pages names"
+    search = (project / "html" / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(re.fullmatch(r"Search\.setIndex\((.*)\)\s*", search, re.S).group(1))["terms"]
+    assert "chapter" in terms and "min" not in terms, "the lines are not in the search index"
+
+
+def test_other_builders_get_no_line(project: Path) -> None:
+    run = _sphinx(project, "text")
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = (project / "text" / "01_chapter.txt").read_text(encoding="utf-8")
+    assert "First section" in text and "min read" not in text and "min of reading" not in text
