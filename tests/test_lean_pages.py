@@ -344,3 +344,26 @@ def test_a_sidebar_toggle_is_named_for_the_entry_it_opens() -> None:
     assert '<summary aria-label="Sections of API reference">' in lp.named_toggles(current)
     plain = "<details><summary>Show the solution</summary></details>"
     assert lp.named_toggles(plain) == plain
+
+
+THEME_HEAD = """<html lang="en" data-theme="auto"><head>
+  <script data-cfasync="false">
+    document.documentElement.dataset.mode = localStorage.getItem("mode") || "auto";
+    document.documentElement.dataset.theme = localStorage.getItem("theme") || "auto";
+  </script>
+</head><body></body></html>"""
+
+
+def test_the_colour_scheme_is_resolved_before_the_first_paint() -> None:
+    lean = lp.scheme_before_first_paint(THEME_HEAD)
+    script = lean[lean.index("<script"):lean.index("</script>")]
+    # after the theme's two lines, in the same synchronous script of <head>
+    assert script.index('dataset.theme = localStorage') < script.index(lp.SCHEME_MARK)
+    assert 'matchMedia("(prefers-color-scheme: dark)")' in script and "root.dataset.theme =" in script
+    assert lp.scheme_before_first_paint(lean) == lean  # once
+    # no single-letter names: critical_styles reads an inline script's words as classes (".m" is Pygments')
+    code = script[script.index(lp.SCHEME_MARK) + len(lp.SCHEME_MARK):]
+    assert not re.findall(r"\b[A-Za-z]\b", code), code
+    # a page without the theme's script (the root redirect) is left alone
+    plain = "<html><head><title>x</title></head><body></body></html>"
+    assert lp.scheme_before_first_paint(plain) == plain

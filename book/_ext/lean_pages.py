@@ -29,6 +29,9 @@ admonition icons, Sphinx's search index (90 KB) although only the search page se
   script loader before the scripts). The Python code cells lose Pygments' spans around names and
   punctuation, which the styles colour like the block itself (a fifth of a chapter's HTML), and
   neighbouring spans that look the same in every theme mode become one.
+* **Colour scheme.** The theme's inline script in ``<head>`` resolves ``data-theme`` to light or dark
+  itself (a first visit left it "auto", which no rule styles, until the theme's script ran after the
+  first paint and every code block and inline literal grew).
 * **Jumps to headings.** ``book/_static/lean/fragments.js`` goes inline into every page: the book's
   sections are laid out only near the screen (attnbook.css), and it makes a jump land on its heading.
 * **Figures.** Their images load lazily, with their size as attributes (nothing moves when one arrives).
@@ -449,6 +452,41 @@ def scripts_after_first_paint(page: str) -> str:
     return lean[:at] + loader + lean[at:]
 
 
+# ------------------------------------------------------------------------------------------ colour scheme
+# The theme's inline script in <head> sets <html data-mode> (the reader's choice: light, dark or auto) and
+# data-theme from localStorage, or "auto" on a first visit; the theme's script (pydata-sphinx-theme.js)
+# then resolves data-theme to light or dark, auto following the system. Every theme colour, the code
+# blocks' line height (Pygments' 125%) and the border of inline code key on html[data-theme=light|dark]:
+# there are no rules for "auto". That script runs after the first paint here, so a first visit painted
+# without them, and when it ran each code block grew 0.7 px a line and each inline literal 2 px (its
+# border, var(--pst-color-border), had been invalid): the API reference's paragraphs moved, CLS 0.197
+# under Lighthouse's phone. The inline script now resolves the scheme itself, before the first paint, as
+# the theme's script will (an unknown mode counts as auto there too): nothing changes when that runs.
+_THEME_SCHEME_SCRIPT = re.compile(r'(<script data-cfasync="false">\s*'
+                                  r"document\.documentElement\.dataset\.mode = [^\n]*\n"
+                                  r"\s*document\.documentElement\.dataset\.theme = [^\n]*\n)"
+                                  r"([ \t]*</script>)")
+SCHEME_MARK = "/* lean_pages: colour scheme */"
+# No one-letter names: critical_styles reads an inline script's words as classes it may add (".m" is
+# Pygments' number class).
+RESOLVE_SCHEME = (
+    f"    {SCHEME_MARK}\n"
+    "    (function (root) {\n"
+    "      var mode = root.dataset.mode;\n"
+    '      root.dataset.theme = mode === "light" || mode === "dark" ? mode\n'
+    '        : window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";\n'
+    "    })(document.documentElement);\n"
+)
+
+
+def scheme_before_first_paint(page: str) -> str:
+    """``page`` with the theme's inline script in ``<head>`` resolving ``data-theme`` to light or dark at
+    once; unchanged when it has no such script (the root redirect page)."""
+    if SCHEME_MARK in page:
+        return page
+    return _THEME_SCHEME_SCRIPT.sub(lambda m: m.group(1) + RESOLVE_SCHEME + m.group(2), page, count=1)
+
+
 # ------------------------------------------------------------------------------------------- images
 # The figures of a chapter (PNG at twice their size, 20-60 kB each) are fetched when they come near the
 # viewport, not beside the page's text: Chrome gave the first five of chapter 3 (190 kB, all far below
@@ -512,9 +550,13 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
     if unwrap and CODE_BLOCK_CSS not in theme_css.read_text(encoding="utf-8"):
         with theme_css.open("a", encoding="utf-8") as sheet:
             sheet.write("\n" + CODE_BLOCK_CSS + "\n")
+    unresolved = []  # pages with the theme's colour-scheme script that scheme_before_first_paint missed
     for page in pages:
         text = page.read_text(encoding="utf-8")
         new = unwrap_plain_tokens(text) if unwrap else text
+        new = scheme_before_first_paint(new)
+        if "dataset.theme" in new and SCHEME_MARK not in new:
+            unresolved.append(page.relative_to(outdir).as_posix())
         new = merge_token_runs(new, looks)
         if fragments_js is not None and page.relative_to(outdir).as_posix() != "search.html":
             new = inline_fragments(new, fragments_js)
@@ -531,6 +573,11 @@ def _finished(app: Sphinx, exception: Exception | None) -> None:
             page.write_text(new, encoding="utf-8")
     if icons is not None:
         logger.info("[lean_pages] %d icons kept, subset fonts %d bytes", *icons)
+    if unresolved:
+        logger.warning("[lean_pages] %d pages set their colour scheme with an inline script that lean_pages "
+                       "does not recognise (%s): they paint without the theme's colours until its script "
+                       "runs; check the theme's layout.html against _THEME_SCHEME_SCRIPT",
+                       len(unresolved), unresolved[0])
     # The book's own stylesheets (html_static_path entries of the project; extensions add absolute ones).
     project_dirs = [Path(app.confdir, e) for e in app.config.html_static_path if not Path(e).is_absolute()]
     own = {p.relative_to(d).as_posix() for d in project_dirs if d.is_dir() for p in d.rglob("*.css")}
