@@ -274,12 +274,19 @@ def test_the_path_table_sums_core_and_deeper_minutes() -> None:
     rows = rt.reading_path({"book/01_a": (50, True), "book/02_b": (40, True), "book/02a_c": (25, False)})
     table = rt.path_table(rows, link=lambda p: p.split("/")[1] + ".html", title=lambda p: p.upper())
     soup = BeautifulSoup(table, "html.parser")
-    assert soup.caption and "80 words a minute" in soup.caption.get_text()
+    assert soup.caption and "80 words a minute, exercises not included" in soup.caption.get_text()
     body = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
             for tr in soup.tbody.find_all("tr")]
-    assert body == [["BOOK/01_A", "50 min + exercises", "none"],
-                    ["BOOK/02_B", "40 min + exercises", "BOOK/02A_C : 25 min"]]
+    assert body == [["BOOK/01_A", "50 min", "none"], ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min"]]
     foot = [c.get_text() for c in soup.tfoot.find_all(["th", "td"])]
     assert foot == ["All chapters", "1 h 30 min", "25 min"]
     assert soup.find("a", href="02a_c.html") is not None
     assert all(th.get("scope") == "row" for th in soup.tbody.find_all("th"))
+
+
+def test_the_path_table_names_a_going_deeper_page_by_what_it_holds() -> None:
+    rows = rt.reading_path({"book/03_s": (49, True), "book/03a_d": (32, False)})
+    titles = {"book/03_s": "3. Why divide", "book/03a_d": "3.12. Going deeper: one draw, and training"}
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=titles.__getitem__), "html.parser")
+    assert soup.find("a", href="book/03a_d").get_text() == "one draw, and training"
+    assert soup.find("a", href="book/03_s").get_text() == "3. Why divide"

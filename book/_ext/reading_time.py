@@ -296,19 +296,21 @@ def hours(total: int) -> str:
 
 def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[[str], str]) -> str:
     """The HTML table of ``rows``; ``link(page)`` gives a page's address, ``title(page)`` its title."""
-    def a(page: str) -> str:
-        return f'<a href="{html.escape(link(page))}">{html.escape(title(page))}</a>'
+    def a(page: str, text: str) -> str:
+        return f'<a href="{html.escape(link(page))}">{html.escape(text)}</a>'
+
+    def short(page: str) -> str:  # "3.12. Going deeper: one draw, …" -> "one draw, …"
+        return re.sub(r"^.*?Going deeper:\s*", "", title(page))
 
     body = []
     for row in rows:
-        deep = "<br>".join(f"{a(page)}: {m} min" for page, m in row.deeper) or "none"
-        plus = " + exercises" if row.exercises else ""
-        body.append(f'<tr><th scope="row">{a(row.chapter)}</th><td>{row.minutes} min{plus}</td>'
+        deep = "<br>".join(f"{a(page, short(page))}, {m} min" for page, m in row.deeper) or "none"
+        body.append(f'<tr><th scope="row">{a(row.chapter, title(row.chapter))}</th><td>{row.minutes} min</td>'
                     f"<td>{deep}</td></tr>")
     core = sum(r.minutes for r in rows)
     deeper = sum(m for r in rows for _, m in r.deeper)
-    caption = (f"Reading time of each chapter at {WORDS_PER_MINUTE} words a minute: its core, and the"
-               " going-deeper pages after it")
+    caption = (f"Minutes of reading at {WORDS_PER_MINUTE} words a minute, exercises not included: each"
+               " chapter's core, and its going-deeper page")
     head = '<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th></tr>'
     foot = f'<tr><th scope="row">All chapters</th><td>{hours(core)}</td><td>{hours(deeper)}</td></tr>'
     return (f'<table class="table {PATH_CLASS}-table">\n<caption>{caption}</caption>\n'

@@ -120,7 +120,7 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
         deeper = [p for p in pages if p.startswith(chapter[:7]) and p != chapter]
         cell = row.find_all("td")[1]
         assert [a["href"] for a in cell.find_all("a")] == [p.removeprefix("book/") for p in deeper]
-        for page, m in zip(deeper, re.findall(r": (\d+) min", cell.get_text()), strict=True):
+        for page, m in zip(deeper, re.findall(r", (\d+) min", cell.get_text()), strict=True):
             assert int(m) == shown(page), page
             deep += int(m)
     foot = [c.get_text() for c in table.tfoot.find_all(["th", "td"])]
