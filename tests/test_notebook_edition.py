@@ -374,8 +374,10 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
 
 def test_figure_references_read_as_the_figures_are_numbered(built):
     text = _markdown(built["03_scaling.ipynb"])
-    assert "In Figure 3.4, under $1/d_k$" in text and "the top panel of Figure 3.4." in text
-    assert "Figure 5.2 shows both on" in _markdown(built["05_implementation.ipynb"])
+    assert "In Figure 3.1, under $1/d_k$" in text
+    # a going-deeper page refers to its chapter's figures by the chapter's numbers
+    assert "the top panel of Figure 3.1." in _markdown(built["03a_scaling_deeper.ipynb"])
+    assert "Figure 5.1 shows both on" in _markdown(built["05_implementation.ipynb"])
 
 
 def test_a_figure_without_a_name_keeps_its_caption_unnumbered():

@@ -224,22 +224,6 @@ def _() -> Verified:
     return Verified(numbers=given(2, 5), correct=letters(must_agree))
 
 
-@verifies("02_qkv", "cat-sits-weight")
-def _() -> Verified:
-    cs = attnlib.cat_sits()
-    assert np.array_equal(cs.Q, np.eye(2)) and cs.K.tolist() == [[2, 1], [1, 1]] and cs.d_k == 2
-    _, w = attnlib.scaled_dot_product_attention(cs.Q, cs.K, cs.V, return_weights=True)
-    raw = cs.Q[0] @ cs.K.T  # (2,)
-    right = float(w[0, 0])
-    wrong = [float(softmax(raw)[0]), float(softmax(raw / cs.d_k)[0]), float(np.exp(raw[0] / np.sqrt(2)))]
-    assert np.isclose(right, 1 / (1 + np.exp(-1 / np.sqrt(2))))
-    return Verified(
-        numbers={**given(0, 1, 2, 4), "0.6698": right, "0.7311": wrong[0], "0.6225": wrong[1],
-                 "4.1133": wrong[2]},
-        answer=right, wrong=wrong,
-    )
-
-
 @verifies("02_qkv", "asymmetric-scores")
 def _() -> Verified:
     abc = attnlib.three_directions()
@@ -341,6 +325,22 @@ def _() -> Verified:
 
 
 # --------------------------------------------------------------------------- chapter 4
+@verifies("04_worked_examples", "cat-sits-weight")
+def _() -> Verified:
+    cs = attnlib.cat_sits()
+    assert np.array_equal(cs.Q, np.eye(2)) and cs.K.tolist() == [[2, 1], [1, 1]] and cs.d_k == 2
+    _, w = attnlib.scaled_dot_product_attention(cs.Q, cs.K, cs.V, return_weights=True)
+    raw = cs.Q[0] @ cs.K.T  # (2,)
+    right = float(w[0, 0])
+    wrong = [float(softmax(raw)[0]), float(softmax(raw / cs.d_k)[0]), float(np.exp(raw[0] / np.sqrt(2)))]
+    assert np.isclose(right, 1 / (1 + np.exp(-1 / np.sqrt(2))))
+    return Verified(
+        numbers={**given(0, 1, 2, 4), "0.6698": right, "0.7311": wrong[0], "0.6225": wrong[1],
+                 "4.1133": wrong[2]},
+        answer=right, wrong=wrong,
+    )
+
+
 def _cat_row() -> tuple[attnlib.Example, np.ndarray]:
     ex = attnlib.cat_sat_on_mat()
     return ex, ex.Q[0] @ ex.K.T  # raw scores of "The", (n_k,)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 from docutils import nodes
 from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
@@ -42,9 +43,10 @@ def _cell(source: str, output: str, classes: tuple[str, ...] = ("cell",)) -> nod
 
 
 # --------------------------------------------------------------------------- minutes
-@pytest.mark.parametrize(("words", "expected"), [(0, 1), (1, 1), (200, 1), (201, 2), (400, 2), (401, 3),
-                                                 (4001, 21)])
-def test_minutes_round_up_at_200_words_a_minute_and_are_at_least_one(words: int, expected: int) -> None:
+@pytest.mark.parametrize(("words", "expected"), [(0, 1), (1, 1), (80, 1), (81, 2), (160, 2), (161, 3),
+                                                 (4001, 51)])
+def test_minutes_round_up_at_80_words_a_minute_and_are_at_least_one(words: int, expected: int) -> None:
+    assert rt.WORDS_PER_MINUTE == 80  # a study pace: 14,000 words of prose in about three hours
     assert rt.minutes(words) == expected
 
 
@@ -147,16 +149,16 @@ def test_page_times_time_each_section_and_leave_the_exercises_and_quiz_out() -> 
     titles = [t.title for t in times.sections]
     assert titles == ["Learning objectives", "The variance"], "no line for Exercises and the quiz"
     assert [t.words for t in times.sections] == [2 + 150, 2 + 301 + 2 + 148]  # titles are read too
-    assert [t.minutes for t in times.sections] == [1, 3]
+    assert [t.minutes for t in times.sections] == [2, 6]  # 152 / 80 and 453 / 80, rounded up
     assert times.words == 2 + 98 + 152 + 453, "the intro and the timed sections, not the exercises"
-    assert times.minutes == 4 and times.exercises
+    assert times.minutes == 9 and times.exercises  # 705 / 80
 
 
 def test_a_page_without_exercises_says_so_and_counts_everything() -> None:
     times = rt.page_times(_doctree(f"# Deeper\n\n{_words(10)}\n\n## Summary\n\n{_words(199)}\n"))
     assert times is not None and not times.exercises
-    assert (times.words, times.minutes) == (1 + 10 + 1 + 199, 2)
-    assert [t.minutes for t in times.sections] == [1]
+    assert (times.words, times.minutes) == (1 + 10 + 1 + 199, 3)
+    assert [t.minutes for t in times.sections] == [3]
 
 
 def test_a_document_without_a_section_has_no_times() -> None:
@@ -169,7 +171,7 @@ def test_add_lines_puts_each_line_after_its_title_never_inside() -> None:
     assert times is not None
     rt.add_lines(times)
     lines = list(doc.findall(rt.ReadingTime))
-    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 4), ("section", 1), ("section", 3)]
+    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 9), ("section", 2), ("section", 6)]
     for line in lines:
         section = line.parent
         assert isinstance(section, nodes.section)
@@ -227,9 +229,9 @@ def test_html_has_a_line_under_the_title_and_each_section_but_not_the_exercises(
     page = (project / "html" / "01_chapter.html").read_text(encoding="utf-8")
     assert "output output" in page, "the cell's output is on the page (and was not counted)"
     lines = re.findall(r'<p class="reading-time">([^<]*)</p>', page)
-    # the page: 2 + 50 + 2 + 250 words (not the output's 400, not the exercises' 301) -> 2 min
-    assert lines == ["About 2 min of reading, plus exercises", "About 2 min read"], lines
-    assert re.search(r'</h1>\s*<p class="reading-time">About 2 min of reading', page)
+    # the page: 2 + 50 + 2 + 250 words (not the output's 400, not the exercises' 301) -> 4 min
+    assert lines == ["About 4 min of reading, plus exercises", "About 4 min read"], lines
+    assert re.search(r'</h1>\s*<p class="reading-time">About 4 min of reading', page)
     assert re.search(r'First section<a class="headerlink"[^>]*>[^<]*</a></h2>\s*<p class="reading-time">',
                      page)
     assert not re.search(r"<h[1-6][^>]*>(?:(?!</h[1-6]>).)*reading-time", page, re.S), "never in a heading"
@@ -245,3 +247,46 @@ def test_other_builders_get_no_line(project: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     text = (project / "text" / "01_chapter.txt").read_text(encoding="utf-8")
     assert "First section" in text and "min read" not in text and "min of reading" not in text
+
+
+# --------------------------------------------------------------------------- the reading path
+@pytest.mark.parametrize(("total", "said"), [(0, "0 min"), (45, "45 min"), (60, "1 h"), (180, "3 h"),
+                                             (275, "4 h 35 min")])
+def test_hours_say_the_minutes_as_a_reader_would(total: int, said: str) -> None:
+    assert rt.hours(total) == said
+
+
+def test_the_reading_path_puts_each_going_deeper_page_under_its_chapter() -> None:
+    found = {"book/03a_scaling_deeper": (13, False), "book/01_why": (12, True), "book/03_scaling": (20, True),
+             "book/02_qkv": (18, True), "book/03b_more": (4, False)}
+    rows = rt.reading_path(found)
+    assert [r.chapter for r in rows] == ["book/01_why", "book/02_qkv", "book/03_scaling"]
+    assert rows[2].deeper == (("book/03a_scaling_deeper", 13), ("book/03b_more", 4))
+    assert rows[0].deeper == () and rows[0].minutes == 12 and rows[0].exercises
+
+
+def test_a_going_deeper_page_without_its_chapter_is_an_error() -> None:
+    with pytest.raises(ValueError, match="book/04a_x has no chapter before it"):
+        rt.reading_path({"book/03_scaling": (20, True), "book/04a_x": (3, False)})
+
+
+def test_the_path_table_sums_core_and_deeper_minutes() -> None:
+    rows = rt.reading_path({"book/01_a": (50, True), "book/02_b": (40, True), "book/02a_c": (25, False)})
+    table = rt.path_table(rows, link=lambda p: p.split("/")[1] + ".html", title=lambda p: p.upper())
+    soup = BeautifulSoup(table, "html.parser")
+    assert soup.caption and "80 words a minute, exercises not included" in soup.caption.get_text()
+    body = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
+            for tr in soup.tbody.find_all("tr")]
+    assert body == [["BOOK/01_A", "50 min", "none"], ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min"]]
+    foot = [c.get_text() for c in soup.tfoot.find_all(["th", "td"])]
+    assert foot == ["All chapters", "1 h 30 min", "25 min"]
+    assert soup.find("a", href="02a_c.html") is not None
+    assert all(th.get("scope") == "row" for th in soup.tbody.find_all("th"))
+
+
+def test_the_path_table_names_a_going_deeper_page_by_what_it_holds() -> None:
+    rows = rt.reading_path({"book/03_s": (49, True), "book/03a_d": (32, False)})
+    titles = {"book/03_s": "3. Why divide", "book/03a_d": "3.12. Going deeper: one draw, and training"}
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=titles.__getitem__), "html.parser")
+    assert soup.find("a", href="book/03a_d").get_text() == "one draw, and training"
+    assert soup.find("a", href="book/03_s").get_text() == "3. Why divide"

@@ -27,7 +27,8 @@ from print_pdf import SCRIPTS_JS, bounded
 from sections import DRAW_SECTIONS_JS
 
 # Every chapter and going-deeper page (03a_..., nested under its chapter): each has figures.
-CHAPTERS = [f"book/{p.stem}.html" for p in sorted((Path(__file__).resolve().parents[2] / "book").glob("[0-9]*.ipynb"))]
+BOOK = Path(__file__).resolve().parents[2] / "book"
+CHAPTERS = [f"book/{p.stem}.html" for p in sorted(BOOK.glob("[0-9]*.ipynb"))]
 FIGURE_IMAGES = 'div.cell_output img[src$=".png"], div.cell_output img[src$=".svg"]'
 DARK_MAX_LUMINANCE = 0.5  # the brightest pixel of a figure in dark mode (white is 1, #dbdbdb 0.71)
 MIN_TEXT_CONTRAST = 7.0  # black text against the figure's background, WCAG AAA for body text

@@ -89,3 +89,39 @@ def test_every_chapter_page_shows_its_reading_times(html_dir: Path, toc_pages: l
         intro = rt.minutes(_intro_words(page))
         assert sum(minutes) - len(minutes) <= page_minutes <= sum(minutes) + intro, (
             f"{rel}: the page says {page_minutes} min, its sections {minutes}, its introduction <= {intro}")
+
+
+def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
+        html_dir: Path, toc_pages: list[str]) -> None:
+    """The reading path on the introduction ({reading-path}): one row per chapter in toc order, its core
+    minutes as the chapter's page line says them, its going-deeper pages' minutes as theirs do, and the
+    totals their sums."""
+    def shown(rel: str) -> int:
+        soup = BeautifulSoup((html_dir / rel).read_text(encoding="utf-8"), "html.parser")
+        line = soup.select_one("article section > h1 + .reading-time")
+        assert line is not None, rel
+        found = PAGE_LINE.fullmatch(line.get_text(strip=True))
+        assert found, rel
+        return int(found.group(1))
+
+    intro = BeautifulSoup((html_dir / "book/intro.html").read_text(encoding="utf-8"), "html.parser")
+    assert rt.PATH_MARK not in str(intro), "the placeholder was not replaced"
+    table = intro.select_one("table.reading-path-table")
+    assert table is not None and table.caption is not None
+    pages = _chapters(toc_pages)
+    chapters = [p for p in pages if not re.match(r"book/\d\d[a-z]_", p)]
+    rows = table.tbody.find_all("tr")
+    assert [r.th.a["href"] for r in rows] == [p.removeprefix("book/") for p in chapters]
+    core = deep = 0
+    for row, chapter in zip(rows, chapters, strict=True):
+        minutes = int(re.match(r"(\d+) min", row.td.get_text()).group(1))
+        assert minutes == shown(chapter), chapter
+        core += minutes
+        deeper = [p for p in pages if p.startswith(chapter[:7]) and p != chapter]
+        cell = row.find_all("td")[1]
+        assert [a["href"] for a in cell.find_all("a")] == [p.removeprefix("book/") for p in deeper]
+        for page, m in zip(deeper, re.findall(r", (\d+) min", cell.get_text()), strict=True):
+            assert int(m) == shown(page), page
+            deep += int(m)
+    foot = [c.get_text() for c in table.tfoot.find_all(["th", "td"])]
+    assert foot[1:] == [rt.hours(core), rt.hours(deep)]
