@@ -143,7 +143,7 @@ def read_chapter(html_dir: Path, rel: str) -> Chapter:
     soup = BeautifulSoup((html_dir / rel).read_text(encoding="utf-8"), "html.parser")
     article = soup.select_one("article.bd-article")
     assert article is not None, f"{rel} has no article"
-    for folded in article.select(".tag_hide-cell"):  # folded away on the web, not printed
+    for folded in article.select(".tag_hide-cell, .reading-time"):  # folded away or screen-only: not printed
         folded.decompose()
     h1 = article.find("h1")
     for link in h1.select(".headerlink"):
