@@ -11,16 +11,20 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
+sys.path.insert(0, str(BOOK / "_ext"))
+from notebook_edition import is_deeper_page  # noqa: E402  (build tools beside the local Sphinx extensions)
+
 CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))  # and going-deeper pages
 # A going-deeper page (03a_scaling_deeper.ipynb) follows its chapter (03_scaling.ipynb): material the core
 # path leaves out, with no objectives or exercises of its own.
-DEEPER = [p for p in CHAPTERS if re.match(r"\d\d[a-z]_", p.name)]
+DEEPER = [p for p in CHAPTERS if is_deeper_page(p)]
 MIN_EXERCISES = 3
 
 

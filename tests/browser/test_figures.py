@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
+from notebook_edition import is_deeper_page
 from print_pdf import SCRIPTS_JS, bounded
 from sections import DRAW_SECTIONS_JS
 
@@ -30,7 +31,7 @@ from sections import DRAW_SECTIONS_JS
 BOOK = Path(__file__).resolve().parents[2] / "book"
 CHAPTERS = [f"book/{p.stem}.html" for p in sorted(BOOK.glob("[0-9]*.ipynb"))]
 # Every chapter has figures; a going-deeper page (03a_...) may have none (05a reads tables only).
-FIGURED = [c for c in CHAPTERS if not re.match(r"book/\d\d[a-z]_", c)
+FIGURED = [c for c in CHAPTERS if not is_deeper_page(c)
            or '"figure"' in (BOOK / f"{Path(c).stem}.ipynb").read_text(encoding="utf-8")]
 FIGURE_IMAGES = 'div.cell_output img[src$=".png"], div.cell_output img[src$=".svg"]'
 DARK_MAX_LUMINANCE = 0.5  # the brightest pixel of a figure in dark mode (white is 1, #dbdbdb 0.71)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_edition import is_deeper_page
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb"))
@@ -45,7 +46,7 @@ def _titles_in_edition(nb: nbformat.NotebookNode) -> list[str]:
 
 # Every chapter numbers its exercises; a going-deeper page (03a_...) has none, and numbers only its
 # propositions, if it has any.
-NUMBERING = [c for c in CHAPTERS if not re.match(r"\d\d[a-z]_", c)
+NUMBERING = [c for c in CHAPTERS if not is_deeper_page(c)
              or "{prf:" in (REPO_ROOT / "book" / f"{c}.ipynb").read_text(encoding="utf-8")]
 
 
