@@ -10,6 +10,7 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
 * :mod:`attnlib.grad` – the analytic backward pass of attention
 * :mod:`attnlib.training` – a small training experiment: one layer learns a retrieval task, scaled or not
+* :mod:`attnlib.learned` – a layer that learns from made-up sentences what a pronoun refers to
 * :mod:`attnlib.counts` – exact operation and memory counts of attention and of the projections around it
 * :mod:`attnlib.models` – published model configurations and what attention costs in them
 * :mod:`attnlib.timing` – measured time and memory, power-law fits with confidence intervals
@@ -35,6 +36,7 @@ from attnlib import (  # noqa: F401
     features,
     grad,
     kvcache,
+    learned,
     models,
     multihead,
     naive,

@@ -57,6 +57,24 @@ _ADAM_BETA1, _ADAM_BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
 _MAX_INIT_ULPS = 1000
 
 
+def _adam_update(param: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: Any) -> None:
+    """Step ``t`` (from 1) of Adam on ``param``, in place, with its moments ``m`` and ``v`` (also in place).
+
+    ``m̂ / (√v̂ + ε)`` with ``m̂ = m / (1 − β1ᵗ)``, ``v̂ = v / (1 − β2ᵗ)`` equals
+    ``m · (√(1 − β2ᵗ) / (1 − β1ᵗ)) / (√v + ε √(1 − β2ᵗ))``, which is what is computed.
+    """
+    m *= _ADAM_BETA1
+    m += (1 - _ADAM_BETA1) * g
+    v *= _ADAM_BETA2
+    v += (1 - _ADAM_BETA2) * np.square(g)
+    root = math.sqrt(1 - _ADAM_BETA2**t)
+    step = np.sqrt(v)
+    step += _ADAM_EPS * root
+    np.divide(m, step, out=step)
+    step *= lr * (root / (1 - _ADAM_BETA1**t))
+    param -= step
+
+
 def _check_seed(seed: Any) -> int:
     seed = _v.check_int(seed, "seed")
     if seed < 0:
@@ -535,18 +553,7 @@ def _train_runs(
                 if optimizer == "sgd":
                     params[i] -= lr * g
                     continue
-                # Adam, in place: m̂ / (√v̂ + ε) with m̂ = m / (1 − β1ᵗ), v̂ = v / (1 − β2ᵗ)
-                # equals m · (√(1 − β2ᵗ) / (1 − β1ᵗ)) / (√v + ε √(1 − β2ᵗ)).
-                m[i] *= _ADAM_BETA1
-                m[i] += (1 - _ADAM_BETA1) * g
-                v[i] *= _ADAM_BETA2
-                v[i] += (1 - _ADAM_BETA2) * np.square(g)
-                root = math.sqrt(1 - _ADAM_BETA2**t)
-                step = np.sqrt(v[i])
-                step += _ADAM_EPS * root
-                np.divide(m[i], step, out=step)
-                step *= lr * (root / (1 - _ADAM_BETA1**t))
-                params[i] -= step
+                _adam_update(params[i], g, m[i], v[i], t, lr)
 
     steps_done = np.isfinite(losses).sum(axis=-1)  # (seeds, configs)
     final_val, final_test = (_forward_backward(params[0], params[1], held, scale) for held in (val, test))
