@@ -232,6 +232,23 @@ def _() -> Verified:
                     correct=letters([not np.allclose(S, S.T), False, False]))
 
 
+@verifies("02_qkv", "learned-row")
+def _() -> Verified:
+    from attnlib.learned import PRONOUN_FEATURES, pronoun_batch, train_layer
+
+    layer = train_layer(pronoun_batch, d_k=5, steps=300, lr=5.0, seed=0)  # chapter 2's layer
+    features = {name: np.eye(len(PRONOUN_FEATURES))[i] for i, name in enumerate(PRONOUN_FEATURES)}
+    x_it = features["pronoun"]
+    x_animal, x_street = features["noun"] + features["animate"], features["noun"]
+    raw = {k: x_it @ layer.W_QK @ x for k, x in (("animal", x_animal), ("street", x_street))}
+    noun, animate = layer.W_QK[PRONOUN_FEATURES.index("pronoun"), :2]
+    options = [animate, noun + animate, noun, 0.0]
+    return Verified(
+        numbers={**given(0, 1), "6.9": noun, "15.8": animate, "22.7": noun + animate},
+        correct=letters([round(o, 1) == round(raw["animal"] - raw["street"], 1) for o in options]),
+    )
+
+
 # --------------------------------------------------------------------------- chapter 3
 @verifies("03_scaling", "variance")
 def _() -> Verified:
