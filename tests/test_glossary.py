@@ -1,8 +1,10 @@
 """The glossary (``book/glossary.md``) and its links: every term it defines links there where the book first
-uses it.
+uses it, and again where the core path first uses it.
 
 The pages are read in the order of ``_toc.yml`` up to the glossary itself (the start page, the notation
-page, the chapters). Their prose is what a reader reads as words: headings, code, math, link texts,
+page, the chapters). The core path is the same order without the going-deeper pages, which a reader may
+skip: a term linked first on a going-deeper page and used plainly in a later chapter would reach that
+reader undefined. Their prose is what a reader reads as words: headings, code, math, link texts,
 directive and option lines and the contents of roles other than ``{term}`` are left out. The first time a
 term (or its plural) appears in that prose, it must be the text of a ``{term}`` role that targets it; an
 appearance inside the link of a longer term ("attention" in "scaled dot-product attention") does not count
@@ -13,12 +15,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "book" / "glossary.md"
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from notebook_edition import is_deeper_page  # noqa: E402  (build tools beside the local Sphinx extensions)
 
 TERM_ROLE = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^>`]+)>)?`")
 # What a reader does not read as running words: fenced code, display and inline math, code spans, other
@@ -48,6 +54,11 @@ def reading_order() -> list[Path]:
             return pages
         pages.append(next(p for p in (ROOT / f"{entry}.md", ROOT / f"{entry}.ipynb") if p.exists()))
     raise AssertionError("_toc.yml does not list book/glossary")
+
+
+def core_path() -> list[Path]:
+    """The reading order without the going-deeper pages (``03a_scaling_deeper.ipynb``)."""
+    return [path for path in reading_order() if not is_deeper_page(path)]
 
 
 def markdown_of(path: Path) -> list[str]:
@@ -89,24 +100,31 @@ def forms(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{words})(?!\w)", re.I)
 
 
-def first_use(term: str) -> tuple[str, str, bool]:
-    """Where the term first appears: the page, the words around it, and whether that is its link."""
+def first_use(term: str, pages: list[Path] | None = None) -> tuple[str, str, bool]:
+    """Where the term first appears in ``pages`` (the whole reading order by default): the page, the words
+    around it, and whether that is its link."""
+    paths = reading_order() if pages is None else pages
+    return first_use_in(term, ((path.name, markdown_of(path)) for path in paths))
+
+
+def first_use_in(term: str, pages: Iterable[tuple[str, list[str]]]) -> tuple[str, str, bool]:
+    """``first_use`` over (page name, Markdown cells) pairs."""
     pattern = forms(term)
-    for path in reading_order():
-        for cell in markdown_of(path):
+    for name, cells in pages:
+        for cell in cells:
             text = prose(cell)
             position = 0
             for m in TERM_ROLE.finditer(text):
                 plain = pattern.search(text, position, m.start())
                 if plain:
-                    return path.name, text[max(0, plain.start() - 60): plain.end() + 30], False
+                    return name, text[max(0, plain.start() - 60): plain.end() + 30], False
                 target = (m.group("target") or m.group("text")).strip()
                 if target.lower() == term.lower():
-                    return path.name, m.group(0), True
+                    return name, m.group(0), True
                 position = m.end()
             plain = pattern.search(text, position)
             if plain:
-                return path.name, text[max(0, plain.start() - 60): plain.end() + 30], False
+                return name, text[max(0, plain.start() - 60): plain.end() + 30], False
     return "", "", False
 
 
@@ -126,6 +144,15 @@ def test_a_term_links_to_the_glossary_where_the_book_first_uses_it(term: str) ->
     assert linked, f"{term!r} is first used in {page} without a {{term}} link: …{context.strip()}…"
 
 
+@pytest.mark.parametrize("term", TERMS)
+def test_a_term_links_to_the_glossary_where_the_core_path_first_uses_it(term: str) -> None:
+    page, context, linked = first_use(term, core_path())
+    assert linked or not page, (
+        f"on the core path (going-deeper pages left out) {term!r} is first used in {page} without a "
+        f"{{term}} link: …{context.strip()}…"
+    )
+
+
 def test_every_term_link_targets_a_glossary_term() -> None:
     known = {t.lower() for t in TERMS}
     for path in sorted((ROOT / "book").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.md")):
@@ -143,3 +170,17 @@ def test_first_use_finds_a_plain_use_before_a_link() -> None:
     masked = prose("The {term}`scaled dot-product attention` and `attention` in code, $attention$.")
     assert not forms("attention").search(TERM_ROLE.sub(" ", masked))
     assert prose("# Attention\n\nwords") == "\nwords"
+
+
+def test_the_core_path_is_the_reading_order_without_the_going_deeper_pages() -> None:
+    """The checker itself: a term linked only on a going-deeper page counts as linked for the whole book and
+    as unlinked for the core path, where its first use is the plain one of the later chapter."""
+    order, core = reading_order(), core_path()
+    skipped = [path.name for path in order if path not in core]
+    assert skipped and all(is_deeper_page(name) for name in skipped), skipped
+    assert not any(is_deeper_page(path) for path in core)
+    assert {"intro.md", "notation.md", "03_scaling.ipynb"} <= {path.name for path in core}
+    pages = [("03_a.ipynb", ["Scores, then weights."]), ("03a_a_deeper.ipynb", ["A {term}`logit <Logit>`."]),
+             ("05_b.ipynb", ["Every logit of a row."])]
+    assert first_use_in("Logit", pages)[::2] == ("03a_a_deeper.ipynb", True)
+    assert first_use_in("Logit", [p for p in pages if not is_deeper_page(p[0])])[::2] == ("05_b.ipynb", False)
