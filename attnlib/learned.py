@@ -24,10 +24,14 @@ from attnlib.training import OPTIMIZERS, RetrievalBatch, _adam_update, _forward_
 
 __all__ = ["PRONOUN_FEATURES", "WORD_KINDS", "pronoun_batch", "LearnedLayer", "train_layer"]
 
+#: The named features of a word's embedding, in order (the content features of
+#: :func:`attnlib.features.animal_street`).
 PRONOUN_FEATURES: tuple[str, ...] = ("noun", "animate", "pronoun", "state", "verb")
-"""The named features of a word's embedding, in order (the content features of
-:func:`attnlib.features.animal_street`)."""
 
+#: The kinds of word a made-up sentence is built from, each with its embedding (one 0 or 1 per
+#: feature of :data:`PRONOUN_FEATURES`). An animate noun ("animal"), a noun that is a thing
+#: ("street"), a pronoun ("it"), a word for a state ("tired"), a verb ("cross") and a function word
+#: with none of the features ("the", "because").
 WORD_KINDS: dict[str, tuple[float, ...]] = {
     "animate noun": (1.0, 1.0, 0.0, 0.0, 0.0),
     "thing noun": (1.0, 0.0, 0.0, 0.0, 0.0),
@@ -36,10 +40,6 @@ WORD_KINDS: dict[str, tuple[float, ...]] = {
     "verb": (0.0, 0.0, 0.0, 0.0, 1.0),
     "function word": (0.0, 0.0, 0.0, 0.0, 0.0),
 }
-"""The kinds of word a made-up sentence is built from, each with its embedding (one 0 or 1 per
-feature of :data:`PRONOUN_FEATURES`). An animate noun ("animal"), a noun that is a thing
-("street"), a pronoun ("it"), a word for a state ("tired"), a verb ("cross") and a function word
-with none of the features ("the", "because")."""
 _KIND_EMBEDDINGS = np.array(list(WORD_KINDS.values()))  # (kinds, d_model)
 _ANIMATE, _PRONOUN = 0, 2  # rows of _KIND_EMBEDDINGS
 _FILLERS = np.array([1, 3, 4, 5])  # the kinds that fill the other places of a sentence
