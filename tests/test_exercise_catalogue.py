@@ -207,7 +207,8 @@ def test_each_chapter_has_core_exercises_first_and_challenges_last(path):
 
 def test_the_pitch_rules_catch_a_chapter_that_breaks_them():
     ch = cat.read_chapter(CHAPTERS[0])
-    exercises = [cat.Exercise(**{**vars(ex)}) for ex in ch.exercises]
+    last = len(ch.exercises) - 1  # the last exercise a challenge, the others core
+    exercises = [cat.Exercise(**{**vars(ex), "challenge": k == last}) for k, ex in enumerate(ch.exercises)]
 
     def with_(changed: list[cat.Exercise]) -> list[str]:
         return pitch_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, changed, {}))
