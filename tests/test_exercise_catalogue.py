@@ -2,8 +2,13 @@
 
 Each chapter numbers its learning objectives and has 4 to 8 exercises covering the three levels
 (1: compute by hand, 2: change or write code, 3: derive or explain). The first line of every
-exercise says its level, the objective it serves and an estimated time; ``book/instructors.md``
-and the course plans are built on those lines. Every exercise with a computable answer is followed,
+exercise says its level, the objective it serves and an estimated time, and ends with "challenge"
+when the exercise goes beyond the chapter's core; ``book/instructors.md`` and the course plans are
+built on those lines. Every other exercise is core, within reach of the book's learner (a
+second-year student who has never met attention) after the chapter's core: each chapter has at least
+three, a level 1 and a level 2 among them; its challenge exercises come after them; at most 40% of
+the book's exercises are challenge; and an exercise that links a going-deeper page is a challenge
+that says it builds on that page. Every exercise with a computable answer is followed,
 before its solution, by one cell per answer that the learner fills in and runs
 (``answer = ...`` then ``check(label, answer)``, stored output "Not answered yet"), and its solution
 checks its own answer with the same label (stored output "Correct"). Across the book the checks
@@ -25,11 +30,16 @@ from attnlib.exercises import EXERCISES, exercise
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import catalogue as cat  # noqa: E402  (book/_ext/catalogue.py: the parser the instructors' page uses)
+from notebook_edition import is_deeper_page  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 CHECK_CALL = re.compile(r'\bcheck\(\s*"([\w:-]+)"')
 MIN_EXERCISES, MAX_EXERCISES = 4, 8
 MIN_MINUTES, MAX_MINUTES = 5, 45
+MIN_CORE = 3  # core exercises per chapter, a level 1 and a level 2 among them
+MAX_CHALLENGE_SHARE = 0.4  # of the book's exercises
+DEEPER = sorted(p for p in (ROOT / "book").glob("[0-9][0-9]*_*.ipynb") if is_deeper_page(p))
+ROLE = re.compile(r"\{(ref|numref|prf:ref|doc)\}`([^`]*)`")
 
 # The wrong answers the issue lists, each of which some check of the book must recognise by name.
 CLASSIC = {
@@ -101,15 +111,155 @@ def test_tag_problems_are_found():
              ("*Level 1, code · objective 2.1 · about 5 min*", "is 'by hand'"),
              ("*Level 3, derive or explain · objective 3.1 · about 5 min*", "not one of"),
              ("*Level 1, by hand · objective 2.4 · about 5 min*", "not one of"),
-             ("*Level 2, code · objective 2.3 · about 15 min*", None)]
+             ("*Level 2, code · objective 2.3 · about 15 min · hard*", "is not"),
+             ("*Level 2, code · objective 2.3 · about 15 min · Challenge*", "is not"),
+             ("*Level 2, code · objective 2.3 · about 15 min*", None),
+             ("*Level 3, derive or explain · objective 2.3 · about 20 min · challenge*", None)]
     for first, problem in cases:
         broken = cat.Exercise("qkv-ex-x", ch.number, 0, first)
         if t := cat.TAG.match(first):
             broken.level, broken.kind, broken.minutes = int(t[1]), t[2], int(t[5])
             broken.objective = (int(t[3]), int(t[4]))
+            broken.challenge = bool(t[6])
         problems = cat.tag_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, [broken], {}))
         assert (problems == []) if problem is None else (len(problems) == 1 and problem in problems[0]), \
             (first, problems)
+        assert broken.challenge == first.endswith("· challenge*")
+
+
+# --------------------------------------------------------------------------- core and challenge
+def pitch_problems(ch: cat.Chapter) -> list[str]:
+    """What breaks the rules of core and challenge in one chapter (empty when nothing does)."""
+    core = [ex for ex in ch.exercises if not ex.challenge]
+    problems = []
+    if len(core) < MIN_CORE:
+        problems.append(f"chapter {ch.number}: {len(core)} core exercises, want at least {MIN_CORE}")
+    for level in (1, 2):
+        if not any(ex.level == level for ex in core):
+            problems.append(f"chapter {ch.number}: no core exercise of level {level}")
+    first_challenge = next((k for k, ex in enumerate(ch.exercises) if ex.challenge), len(ch.exercises))
+    late = [ex.label for ex in ch.exercises[first_challenge:] if not ex.challenge]
+    if late:
+        problems.append(f"chapter {ch.number}: core {late} after the challenge "
+                        f"{ch.exercises[first_challenge].label}: challenge exercises come last")
+    return problems
+
+
+def challenge_share(book: list[cat.Chapter]) -> float:
+    every = [ex for ch in book for ex in ch.exercises]
+    return sum(ex.challenge for ex in every) / len(every)
+
+
+def _deeper_targets() -> tuple[set[str], set[str]]:
+    """The going-deeper pages' document names, and every label defined on them."""
+    docs, labels = set(), set()
+    for path in DEEPER:
+        docs.add(path.stem)
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                labels |= set(re.findall(r"^\(([\w:-]+)\)=\s*$", cell.source, re.M))
+                labels |= set(re.findall(r"^:label:\s*([\w:-]+)", cell.source, re.M))
+    return docs, labels
+
+
+def exercise_texts(ex: cat.Exercise, nb: nbformat.NotebookNode) -> tuple[str, str]:
+    """The exercise's own block, and the text of its solution (from solution-start to solution-end)."""
+    block = next(m.group(0) for m in cat.EXERCISE.finditer(nb.cells[ex.cell].source)
+                 if m.group(1) == ex.label)
+    start, end = ex.solution
+    parts = [nb.cells[j].source for j in range(start, end + 1)]
+    parts[0] = parts[0][cat.SOLUTION_START.search(parts[0]).start():]
+    parts[-1] = parts[-1][:cat.SOLUTION_END.search(parts[-1]).start()]
+    return block, "\n".join(parts)
+
+
+def deeper_links(text: str, docs: set[str], labels: set[str]) -> list[str]:
+    """The links of a text to a going-deeper page: {doc} to the page, or a reference to a label on it."""
+    found = []
+    for role, body in ROLE.findall(text):
+        target = m.group(1) if (m := re.search(r"<([^>]+)>\s*$", body)) else body.strip()
+        if (role == "doc" and target.split("/")[-1] in docs) or (role != "doc" and target in labels):
+            found.append(f"{{{role}}}`{body}`")
+    return found
+
+
+def going_deeper_problems(ch: cat.Chapter, nb: nbformat.NotebookNode) -> list[str]:
+    """Exercises that link a going-deeper page without being challenges that say they build on it."""
+    docs, labels = _deeper_targets()
+    problems = []
+    for ex in ch.exercises:
+        block, solution = exercise_texts(ex, nb)
+        links = deeper_links(block + "\n" + solution, docs, labels)
+        if links and not ex.challenge:
+            problems.append(f"{ex.label} links a going-deeper page ({', '.join(links)}) but is core: "
+                            "mark it challenge, or give what it needs from that page in the exercise")
+        elif links and "builds on" not in block:
+            problems.append(f"{ex.label} links a going-deeper page ({', '.join(links)}): its text should say "
+                            "that it builds on that page")
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_has_core_exercises_first_and_challenges_last(path):
+    ch = cat.read_chapter(path)
+    assert not pitch_problems(ch), pitch_problems(ch)
+
+
+def test_the_pitch_rules_catch_a_chapter_that_breaks_them():
+    ch = cat.read_chapter(CHAPTERS[0])
+    last = len(ch.exercises) - 1  # the last exercise a challenge, the others core
+    exercises = [cat.Exercise(**{**vars(ex), "challenge": k == last}) for k, ex in enumerate(ch.exercises)]
+
+    def with_(changed: list[cat.Exercise]) -> list[str]:
+        return pitch_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, changed, {}))
+
+    assert with_(exercises) == []
+    everything_hard = [cat.Exercise(**{**vars(ex), "challenge": True}) for ex in exercises]
+    assert any("core exercises, want" in p for p in with_(everything_hard))
+    no_core_level_2 = [cat.Exercise(**{**vars(ex), "challenge": ex.challenge or ex.level == 2})
+                       for ex in exercises]
+    assert any("no core exercise of level 2" in p for p in with_(no_core_level_2))
+    first_last = exercises[1:] + exercises[:1]  # a core exercise moved after the challenges
+    assert any("challenge exercises come last" in p for p in with_(first_last))
+
+
+def test_at_most_two_fifths_of_the_book_is_challenge():
+    book = cat.chapters()
+    assert challenge_share(book) <= MAX_CHALLENGE_SHARE, \
+        f"{challenge_share(book):.0%} of the exercises are challenge"
+    assert challenge_share(book) > 0, "no exercise is marked challenge"
+    harder = [cat.Chapter(ch.path, ch.number, ch.title, ch.objectives,
+                          [cat.Exercise(**{**vars(ex), "challenge": ex.level != 1 or ex.challenge})
+                           for ex in ch.exercises], ch.check_cells) for ch in book]
+    assert challenge_share(harder) > MAX_CHALLENGE_SHARE  # a book with every level 2 and 3 marked
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_an_exercise_that_links_a_going_deeper_page_is_a_challenge(path):
+    ch, nb = _chapter(path)
+    assert not going_deeper_problems(ch, nb), going_deeper_problems(ch, nb)
+
+
+def test_links_to_a_going_deeper_page_are_found():
+    docs, labels = _deeper_targets()
+    assert {"03a_scaling_deeper", "05a_implementation_deeper"} <= docs and "scaling-mup" in labels
+    assert "prop-unscaled-reparam" in labels and "scaling-temperature" not in labels
+    found = deeper_links("see {doc}`03a_scaling_deeper`, {ref}`the proof <scaling-mup>`, "
+                         "{prf:ref}`prop-unscaled-reparam`, {numref}`impl-ex-pow2` and "
+                         "{ref}`scaling-temperature`", docs, labels)
+    assert found == ["{doc}`03a_scaling_deeper`", "{ref}`the proof <scaling-mup>`",
+                     "{prf:ref}`prop-unscaled-reparam`"], found
+    # a core exercise of chapter 3 given such a link is reported, and so is a challenge that does not say
+    # it builds on the page
+    ch, nb = _chapter(CHAPTERS[2])
+    nb = nbformat.from_dict(nb)
+    core = next(ex for ex in ch.exercises if not ex.challenge)
+    nb.cells[core.cell].source = nb.cells[core.cell].source.replace(
+        f":label: {core.label}\n", f":label: {core.label}\n\nRead {{ref}}`scaling-mup` first.\n", 1)
+    assert any(p.startswith(f"{core.label} links a going-deeper page") for p in going_deeper_problems(ch, nb))
+    hard = next(ex for ex in ch.exercises if ex.challenge)
+    nb.cells[hard.cell].source = nb.cells[hard.cell].source.replace("builds on", "uses")
+    assert any("should say" in p and p.startswith(hard.label) for p in going_deeper_problems(ch, nb))
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -197,6 +347,16 @@ def test_the_instructors_page_has_a_two_and_a_four_lecture_plan_that_fit_the_cha
     assert "```{exercise-catalogue}" in INSTRUCTORS.read_text(encoding="utf-8")
 
 
+def test_the_course_plans_set_core_exercises():
+    """Core exercises are the default work of a course; a challenge is for strong students or projects."""
+    book = cat.chapters()
+    challenges = {ex.label for ch in book for ex in ch.exercises if ex.challenge}
+    for text in _plans():
+        for lec in cat.parse_plan(text, book)[1]:
+            set_there = challenges & set(lec.in_class + lec.homework)
+            assert not set_there, f"{lec.title}: sets the challenge exercises {sorted(set_there)}"
+
+
 @pytest.mark.parametrize(("change", "match"), [
     (("qkv-ex-shapes]", "qkv-ex-nope]"), "no exercise labelled 'qkv-ex-nope'"),
     (("objectives: 1.1,", "objectives: 1.9,"), "no learning objective '1.9'"),
@@ -216,11 +376,19 @@ def test_the_catalogue_counts_what_the_chapters_hold():
     rows = [line.split("|")[1:-1] for line in md.splitlines() if re.match(r"^\| \d\. ", line)]
     assert len(rows) == len(book)
     for ch, row in zip(book, rows, strict=True):
-        n, l1, l2, l3, minutes, checks = (int(x) for x in row[1:])
-        assert n == len(ch.exercises) == l1 + l2 + l3
+        n, core, challenge, l1, l2, l3, minutes, core_minutes, checks = (int(x) for x in row[1:])
+        assert n == len(ch.exercises) == l1 + l2 + l3 == core + challenge
+        assert challenge == sum(ex.challenge for ex in ch.exercises)
         assert minutes == sum(ex.minutes for ex in ch.exercises)
+        assert core_minutes == sum(ex.minutes for ex in ch.exercises if not ex.challenge)
         assert checks == len(ch.check_cells)
+    every = [ex for ch in book for ex in ch.exercises]
+    total = next(line for line in md.splitlines() if line.startswith("| **All** |"))
+    assert [int(x.strip(" *")) for x in total.split("|")[2:-1]][1:3] == \
+        [sum(not ex.challenge for ex in every), sum(ex.challenge for ex in every)]
     for ch in book:
-        for ex in ch.exercises:  # a row of its chapter's table, with its level, objective and time
-            row = f"| {{numref}}`{ex.label}` | {ex.level}, {ex.kind} | {ex.objective[0]}.{ex.objective[1]} | "
+        for ex in ch.exercises:  # a row of its chapter's table, with its level, pitch, objective and time
+            pitch = "**challenge**" if ex.challenge else "core"
+            row = (f"| {{numref}}`{ex.label}` | {ex.level}, {ex.kind} | {pitch} | "
+                   f"{ex.objective[0]}.{ex.objective[1]} | ")
             assert row + f"{ex.minutes} min |" in md, ex.label

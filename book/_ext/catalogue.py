@@ -5,7 +5,11 @@ Every exercise of a chapter opens with one line that says what it asks and how l
     *Level 2, code · objective 4.3 · about 15 min*
 
 (level 1 is a computation by hand, 2 a change to the code, 3 a derivation or an explanation; the
-objective is item 3 of chapter 4's numbered "Learning objectives"). An exercise with a computable
+objective is item 3 of chapter 4's numbered "Learning objectives"). The level says what kind of work
+an exercise is, not how hard: an exercise beyond the chapter's core, for strong students or projects,
+ends its line with ``· challenge`` (``*Level 3, derive or explain · objective 3.5 · about 20 min ·
+challenge*``), and every other exercise is *core*, within reach of the book's learner after the
+chapter's core. Challenge exercises come last in their chapter. An exercise with a computable
 answer is followed, before its solution, by one cell per answer that the learner runs::
 
     answer = ...  # <what to submit>
@@ -16,8 +20,8 @@ tables an instructor plans with, so that the instructors' page can never disagre
 
 ``{exercise-catalogue}``
     For every chapter, its numbered objectives with the exercises serving each, and a table of its
-    exercises (level, objective, time, checked answers); before them, a summary of the counts and
-    minutes by chapter and level.
+    exercises (level, core or challenge, objective, time, checked answers); before them, a summary of
+    the counts and minutes by chapter, level and pitch (core or challenge).
 ``{course-plan}``
     A course plan written in YAML in the directive's body (lectures, each with its minutes, what it
     teaches, the objectives it covers and the exercises set in class and as homework). The directive
@@ -38,8 +42,9 @@ import nbformat
 import yaml
 
 BOOK = Path(__file__).resolve().parent.parent
+CHALLENGE = "challenge"  # the word that ends the tag line of an exercise beyond the chapter's core
 TAG = re.compile(r"^\*Level ([123]), (by hand|code|derive or explain) · "
-                 r"objective (\d+)\.(\d+) · about (\d+) min\*$")
+                 r"objective (\d+)\.(\d+) · about (\d+) min( · " + CHALLENGE + r")?\*$")
 KINDS = {1: "by hand", 2: "code", 3: "derive or explain"}
 EXERCISE = re.compile(r"^:::\{exercise\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label:\s*(\S+)\s*\n(.*?)^:::",
                       re.M | re.S)
@@ -65,6 +70,7 @@ class Exercise:
     kind: str | None = None
     objective: tuple[int, int] | None = None  # (chapter, item)
     minutes: int | None = None
+    challenge: bool = False  # beyond the chapter's core; False for a core exercise
     solution: tuple[int, int] | None = None  # cells of its gated solution, start and end
     checks: list[str] = field(default_factory=list)  # labels of its learner's check cells
 
@@ -116,6 +122,7 @@ def read_chapter(path: Path | str) -> Chapter:
             if t := TAG.match(first):
                 ex.level, ex.kind, ex.minutes = int(t[1]), t[2], int(t[5])
                 ex.objective = (int(t[3]), int(t[4]))
+                ex.challenge = bool(t[6])
             exercises.append(ex)
     for ex in exercises:
         if ex.label in starts:
@@ -142,7 +149,7 @@ def tag_problems(chapter: Chapter) -> list[str]:
     for ex in chapter.exercises:
         if ex.level is None:
             problems.append(f"{ex.label}: first line {ex.first_line!r} is not "
-                            "'*Level L, kind · objective N.k · about M min*'")
+                            "'*Level L, kind · objective N.k · about M min*' (or '... min · challenge*')")
             continue
         if ex.kind != KINDS[ex.level]:
             problems.append(f"{ex.label}: level {ex.level} is {KINDS[ex.level]!r}, not {ex.kind!r}")
@@ -205,30 +212,46 @@ def _minutes(exercises: list[Exercise]) -> int:
     return sum(ex.minutes or 0 for ex in exercises)
 
 
+def _pitch(ex: Exercise) -> str:
+    return "**challenge**" if ex.challenge else "core"
+
+
+def _served(ex: Exercise) -> str:
+    """An exercise named in a list: its number, and "challenge" when it is one."""
+    return _ref(ex.label) + (" (challenge)" if ex.challenge else "")
+
+
 def catalogue_markdown(book: list[Chapter]) -> str:
     """The catalogue as MyST: a summary table, then each chapter's objectives and exercises."""
-    lines = ["| Chapter | Exercises | Level 1 | Level 2 | Level 3 | Minutes | Checked answers |",
-             "|:--|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| Chapter | Exercises | Core | Challenge | Level 1 | Level 2 | Level 3 | Minutes | "
+             "Core minutes | Checked answers |",
+             "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+
+    def counts(exercises: list[Exercise], checks: int) -> list[int]:
+        core = [ex for ex in exercises if not ex.challenge]
+        return [len(exercises), len(core), len(exercises) - len(core),
+                *(sum(ex.level == lv for ex in exercises) for lv in (1, 2, 3)),
+                _minutes(exercises), _minutes(core), checks]
+
     for ch in book:
-        levels = [sum(ex.level == lv for ex in ch.exercises) for lv in (1, 2, 3)]
-        lines.append(f"| {ch.number}. {ch.title} | {len(ch.exercises)} | {' | '.join(map(str, levels))} | "
-                     f"{_minutes(ch.exercises)} | {len(ch.check_cells)} |")
+        row = counts(ch.exercises, len(ch.check_cells))
+        lines.append(f"| {ch.number}. {ch.title} | {' | '.join(map(str, row))} |")
     every = [ex for ch in book for ex in ch.exercises]
-    totals = [sum(ex.level == lv for ex in every) for lv in (1, 2, 3)]
-    lines.append(f"| **All** | **{len(every)}** | {' | '.join(f'**{t}**' for t in totals)} | "
-                 f"**{_minutes(every)}** | **{sum(len(ch.check_cells) for ch in book)}** |")
+    row = counts(every, sum(len(ch.check_cells) for ch in book))
+    lines.append(f"| **All** | {' | '.join(f'**{x}**' for x in row)} |")
     for ch in book:
         lines += ["", f"**Chapter {ch.number}. {ch.title}**", ""]
         for k, objective in enumerate(ch.objectives, 1):
-            serving = [_ref(ex.label) for ex in ch.exercises if ex.objective == (ch.number, k)]
+            serving = [_served(ex) for ex in ch.exercises if ex.objective == (ch.number, k)]
             lines.append(f"{k}. *Objective {ch.number}.{k}:* {objective} "
                          f"— {', '.join(serving) if serving else 'the quiz and the text; no exercise'}")
-        lines += ["", "| Exercise | Level | Objective | Time | Checked answers |", "|:--|:--|:--|--:|--:|"]
+        lines += ["", "| Exercise | Level | Core or challenge | Objective | Time | Checked answers |",
+                  "|:--|:--|:--|:--|--:|--:|"]
         for ex in ch.exercises:
             level = f"{ex.level}, {ex.kind}" if ex.level else "—"
             objective = f"{ex.objective[0]}.{ex.objective[1]}" if ex.objective else "—"
-            lines.append(f"| {_ref(ex.label)} | {level} | {objective} | {ex.minutes or '—'} min | "
-                         f"{len(ex.checks) or '—'} |")
+            lines.append(f"| {_ref(ex.label)} | {level} | {_pitch(ex)} | {objective} | "
+                         f"{ex.minutes or '—'} min | {len(ex.checks) or '—'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -237,7 +260,9 @@ def plan_markdown(summary: str, lectures: list[Lecture], book: list[Chapter]) ->
     by_label = {ex.label: ex for ch in book for ex in ch.exercises}
 
     def listed(labels: list[str]) -> str:
-        return ", ".join(f"{_ref(label)} ({by_label[label].minutes} min)" for label in labels) or "none"
+        return ", ".join(f"{_ref(label)} ({by_label[label].minutes} min"
+                         f"{', challenge' if by_label[label].challenge else ''})"
+                         for label in labels) or "none"
 
     homework_total = sum(_minutes([by_label[label] for label in lec.homework]) for lec in lectures)
     lines = [summary, ""] if summary else []
