@@ -22,6 +22,8 @@ from notebook_edition import is_deeper_page  # noqa: E402
 
 PAGE_LINE = re.compile(r"About (\d+) min of reading(, plus exercises)?")
 SECTION_LINE = re.compile(r"About (\d+) min read")
+# The core path (chapters without their going-deeper pages) reads in at most three hours (issue 15).
+CORE_PATH_MINUTES = 180
 
 
 def _chapters(toc_pages: list[str]) -> list[str]:
@@ -126,3 +128,6 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
             deep += int(m)
     foot = [c.get_text() for c in table.tfoot.find_all(["th", "td"])]
     assert foot[1:] == [rt.hours(core), rt.hours(deep)]
+    assert core <= CORE_PATH_MINUTES, (
+        f"the core path reads in {rt.hours(core)}, over its budget of {rt.hours(CORE_PATH_MINUTES)}: tighten "
+        "the prose, or move what serves verification or the curious to a going-deeper page")
