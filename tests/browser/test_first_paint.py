@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import REPO_ROOT, read_toc
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from print_pdf import bounded
 
 PAGES = read_toc(REPO_ROOT / "_toc.yml")
@@ -114,29 +115,44 @@ FCP_JS = bounded("""() => new Promise(resolve => {
 def test_first_contentful_paint_on_a_slow_phone(browser: Any, base_url: str, html_dir: Path) -> None:
     """Every toc page paints its first words within 2 s (+ margin) on Lighthouse's mobile profile."""
     times: dict[str, float] = {}
+    retried: list[str] = []
     for rel in PAGES:
         assert (html_dir / rel).is_file(), f"{rel} is missing from the build"
-        context = browser.new_context(**PHONE)
-        context.set_default_timeout(60_000)
-        try:
-            page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
-            cdp.send("Network.emulateNetworkConditions", NETWORK)
-            cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
-            # Not wait_until="commit": at commit the page's script context may not exist yet, and an
-            # evaluate then waits in the tab's blank first document, which never paints (CI, once). The
-            # paint entry is buffered, so reading it after DOMContentLoaded loses nothing.
-            # A generous limit: the tab runs at a quarter of a core that other tests share (a 60 s limit
-            # was once exceeded in a full run; alone the slowest page is parsed in 3 s). What is measured
-            # is the paint time the page itself records.
-            page.goto(f"{base_url}/{rel}", wait_until="domcontentloaded", timeout=180_000)
-            found = page.evaluate(FCP_JS)
-            assert found["url"] == f"{base_url}/{rel}", (rel, found)
-            times[rel] = found["fcp"]
-        finally:
-            context.close()
-    print("\nfirst contentful paint (ms):", {k: round(v) for k, v in times.items()})
+        # One retry, in a fresh tab: in a full run on 2 shared cores a throttled tab has twice sat for
+        # minutes without reaching DOMContentLoaded (60 s, later 180 s exceeded; 03_scaling, whose
+        # first paint alone is under 2 s). A page that cannot load fails both attempts.
+        for attempt in (1, 2):
+            try:
+                times[rel] = _first_paint(browser, base_url, rel)
+                break
+            except PlaywrightTimeoutError:
+                if attempt == 2:
+                    raise
+                retried.append(rel)
+    print("\nfirst contentful paint (ms):", {k: round(v) for k, v in times.items()}, "retried:", retried)
     slow = {k: round(v) for k, v in times.items() if v > FCP_TARGET_MS + FCP_MARGIN_MS}
     assert not slow, f"first contentful paint over {FCP_TARGET_MS} ms + {FCP_MARGIN_MS} ms margin: {slow}"
+
+
+def _first_paint(browser: Any, base_url: str, rel: str) -> float:
+    """The first contentful paint of ``rel`` in ms, in a new phone tab on the mobile profile."""
+    context = browser.new_context(**PHONE)
+    context.set_default_timeout(60_000)
+    try:
+        page = context.new_page()
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        cdp.send("Network.emulateNetworkConditions", NETWORK)
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+        # Not wait_until="commit": at commit the page's script context may not exist yet, and an
+        # evaluate then waits in the tab's blank first document, which never paints (CI, once). The
+        # paint entry is buffered, so reading it after DOMContentLoaded loses nothing. A generous
+        # limit: the tab runs at a quarter of a core that other tests share; alone the slowest page is
+        # parsed in 3 s. What is measured is the paint time the page itself records.
+        page.goto(f"{base_url}/{rel}", wait_until="domcontentloaded", timeout=120_000)
+        found = page.evaluate(FCP_JS)
+        assert found["url"] == f"{base_url}/{rel}", (rel, found)
+        return float(found["fcp"])
+    finally:
+        context.close()
