@@ -66,15 +66,18 @@ NB ?= book/*.ipynb
 # nbval twice, side by side: as stored, and in a kernel whose random draws and exp/log/tanh/sin/cos results
 # are one ulp off (tests/reproducibility/nudge.py), where an output that depends on this CPU's rounding changes.
 NUDGED := _build/nudged-ipython
+# A kernel gets 5 minutes to start (nbval's default is 60 s): on a loaded 2-core CI machine a kernel once
+# took longer, and its notebook errored before any output was compared.
+NBVAL := $(BIN)/python -m pytest -q --nbval --nbval-kernel-startup-timeout=300
 notebooks: test-deps
 	$(MAKE) --no-print-directory -j2 nbval nbval-nudged
 
 nbval: test-deps
-	$(BIN)/python -m pytest -q --nbval $(NB)
+	$(NBVAL) $(NB)
 
 nbval-nudged: test-deps
 	rm -rf $(NUDGED) && $(BIN)/python tests/reproducibility/nudge.py $(NUDGED)
-	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(BIN)/python -m pytest -q --nbval $(NB)
+	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(NBVAL) $(NB)
 
 # Two processes, each taking whole test files (module fixtures such as the PDFs are built once). A test
 # that has not finished in 15 minutes fails with the stacks of its threads (every wait in a page is
