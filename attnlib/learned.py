@@ -20,7 +20,14 @@ import numpy as np
 
 from attnlib import _validation as _v
 from attnlib.core import SCALE_RULES, scale_for, scaled_dot_product_attention
-from attnlib.training import OPTIMIZERS, RetrievalBatch, _adam_update, _forward_backward, xavier_uniform
+from attnlib.training import (
+    OPTIMIZERS,
+    RetrievalBatch,
+    _adam_update,
+    _check_seed,
+    _forward_backward,
+    xavier_uniform,
+)
 
 __all__ = ["PRONOUN_FEATURES", "WORD_KINDS", "pronoun_batch", "LearnedLayer", "train_layer"]
 
@@ -248,9 +255,7 @@ def train_layer(
     d_k = _v.check_positive_int(d_k, "d_k")
     steps = _v.check_positive_int(steps, "steps")
     lr = _v.check_real(lr, "lr", minimum="positive")
-    seed = _v.check_int(seed, "seed")
-    if seed < 0:
-        raise ValueError(f"seed must be non-negative; got {seed}")
+    seed = _check_seed(seed)
     batch = _v.check_positive_int(batch, "batch")
     optimizer = _v.check_choice(optimizer, "optimizer", OPTIMIZERS)
     scale = scale_for(d_k, _v.check_choice(scale_rule, "scale_rule", SCALE_RULES))
