@@ -36,7 +36,7 @@ from attnlib.multihead import MultiHeadAttention
 from attnlib.naive import naive_softmax
 from attnlib.trace import trace_attention
 
-__all__ = ["Exercise", "EXERCISES", "exercise"]
+__all__ = ["Exercise", "EXERCISES", "NOT_APPLICABLE", "exercise", "form_mistakes", "shared_coverage"]
 
 
 # --------------------------------------------------------------------------- registry
@@ -82,6 +82,15 @@ class Exercise:
         Returns the fields that misconception messages use (``d_k``, ``n``, ...).
     judge : callable, optional
         For ``"open"`` exercises: ``judge(answer) -> (correct, misconception key or None, text)``.
+    form : str
+        What kind of answer this is (``"attention-weights"``, ``"counts"``, ``"bytes"``, ``"mask"``,
+        ...). The mistakes of one form are shared: every exercise of a form is given the form's
+        generic wrong answers (:func:`form_mistakes`), and a test holds that a mistake one exercise of a
+        form names, every other exercise of that form names too where it applies.
+    stages : callable, optional
+        For an answer that is one stage of an attention call: ``stages()`` returns the stage
+        (``what``), the full ``scores``, ``scaled``, ``weights``, ``output``, ``V`` and ``tokens``, so
+        that a wrong answer can be told which stage it first goes wrong at.
     """
 
     label: str
@@ -100,6 +109,13 @@ class Exercise:
     names: tuple[str, ...] | None = None
     context: Callable[[], dict[str, Any]] = field(default=dict, repr=False)
     judge: Callable[[np.ndarray], tuple[bool, str | None, str]] | None = field(default=None, repr=False)
+    form: str = ""
+    stages: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+
+    def all_wrong_answers(self) -> Candidates:
+        """The exercise's own wrong answers, then its form's generic ones (:func:`form_mistakes`)."""
+        own = [(k, np.asarray(v)) for k, v in self.wrong_answers()]
+        return own + form_mistakes(self, own)
 
     def detects(self) -> tuple[str, ...]:
         """The keys of the misconceptions this exercise can tell apart from a right answer.
@@ -115,7 +131,7 @@ class Exercise:
         """
         ref = np.asarray(self.reference())
         keys: list[str] = []
-        for key, arr in self.wrong_answers():
+        for key, arr in self.all_wrong_answers():
             if key not in keys and _distinguishable(self, np.asarray(arr), ref):
                 keys.append(key)
         if self.rows_sum_to_one:
@@ -126,6 +142,70 @@ class Exercise:
         return tuple(keys)
 
 
+def _mask_form_mistakes(ref: np.ndarray) -> Candidates:
+    """The misreadings any mask can suffer, built from the right mask: rows and columns swapped, the
+    diagonal left out, one key ahead allowed (keys the mask hides from everyone stay hidden)."""
+    ref = np.asarray(ref, dtype=bool)
+    n_q, n_k = ref.shape[-2:]
+    eye = np.eye(n_q, n_k, dtype=bool)
+    ahead = np.eye(n_q, n_k, k=1, dtype=bool) & ref.any(axis=-2, keepdims=True)
+    out: Candidates = []
+    if n_q == n_k:
+        out.append(("mask-transposed", np.swapaxes(ref, -1, -2)))
+    out += [("mask-diagonal-excluded", ref & ~eye), ("mask-one-ahead", ref | ahead)]
+    return out
+
+
+def _bytes_form_mistakes(ref: np.ndarray, itemsize: int) -> Candidates:
+    """The slips of any answer in bytes: another number format, or units other than bytes."""
+    ref = np.asarray(ref, dtype=np.float64)
+    out: Candidates = []
+    for size, key in ((4, "bytes-float32"), (8, "bytes-float64"), (2, "bytes-16bit")):
+        if size != itemsize:
+            out.append((key, ref * size / itemsize))
+    for unit in (2**20, 2**30, 10**6, 10**9):
+        out.append(("bytes-units", ref / unit))
+    for units in ((2**20, 2**30, 2**40), (10**6, 10**9, 10**12)):  # binary, then decimal
+        readable = [x / next((u for u in units[::-1] if x >= u), units[0]) for x in ref.ravel()]
+        out.append(("bytes-units", np.reshape(readable, ref.shape)))
+    return out
+
+
+def form_mistakes(ex: Exercise, own: Candidates) -> Candidates:
+    """The generic wrong answers of ``ex``'s answer form that its own list does not already hold.
+
+    Every mask is offered its transpose, its diagonal left out and one key ahead allowed; every answer
+    in bytes the other number formats and other units. A generic answer equal to one of the exercise's
+    own (which has the more specific message) is left out.
+
+    Examples
+    --------
+    >>> [k for k, _ in form_mistakes(exercise("beyond-ex-window:mask"), [])]
+    ['mask-transposed', 'mask-diagonal-excluded', 'mask-one-ahead']
+    """
+    ref = np.asarray(ex.reference())
+    if ex.form == "mask":
+        generic = _mask_form_mistakes(np.broadcast_to(ref, ex.mask_shape) if ex.mask_shape else ref)
+    elif ex.form == "bytes":
+        generic = _bytes_form_mistakes(ref, int(ex.context().get("itemsize", 2)))
+    else:
+        return []
+    seen = [np.asarray(a) for _, a in own] + [ref]
+
+    def same(a: np.ndarray, b: np.ndarray) -> bool:
+        if ex.kind == "mask":
+            shape = ex.mask_shape
+            return np.array_equal(_broadcast_mask(a, shape), _broadcast_mask(b, shape))
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=0))
+
+    out: Candidates = []
+    for key, arr in generic:
+        if not any(same(arr, s) for s in seen):
+            out.append((key, arr))
+            seen.append(arr)
+    return out
+
+
 def _distance(wrong: np.ndarray, ref: np.ndarray) -> float:
     """Largest absolute difference; inf for other shapes or NaN where the other has a number."""
     if wrong.shape != ref.shape:
@@ -133,7 +213,7 @@ def _distance(wrong: np.ndarray, ref: np.ndarray) -> float:
     with np.errstate(invalid="ignore"):
         diff = np.abs(wrong.astype(np.float64) - ref.astype(np.float64))
     both_nan = np.isnan(wrong.astype(np.float64)) & np.isnan(ref.astype(np.float64))
-    diff = np.where(both_nan, 0.0, diff)
+    diff = np.where(both_nan | (wrong.astype(np.float64) == ref.astype(np.float64)), 0.0, diff)  # same inf
     return math.inf if np.isnan(diff).any() else float(diff.max())
 
 
@@ -245,19 +325,27 @@ def _attention_exercise(
         Q, K, V, _, _ = parts()
         return _ctx_attention(Q, K, V)
 
+    def stages() -> dict[str, Any]:
+        Q, K, V, tokens, m = parts()
+        tr = trace_attention(Q, K, V, tokens=tokens, scale=scale, attn_mask=m)
+        return {"what": what, "scores": tr.scores, "scaled": tr.scaled_scores, "weights": tr.weights,
+                "output": tr.output, "V": V, "tokens": tokens}
+
     full_rows = inputs()[0].shape[0]
     return Exercise(
         label=label, chapter=chapter, prompt=prompt, answer_form=answer_form, tolerance=_DEC3,
         kind="real", reference=reference, wrong_answers=wrong_answers, row=row,
         n_rows=full_rows if row is not None else None,
         rows_sum_to_one=(what == "weights" and transform is None), context=context,
+        form=f"attention-{what}" if transform is None else "", stages=None if transform else stages,
     )
 
 
 def _scalar_exercise(
     label: str, chapter: str, prompt: str, answer_form: str, reference: Callable[[], Any],
     wrong_answers: Callable[[], Candidates], *, kind: str = "real", atol: float = 5e-4,
-    tolerance: str | None = None, names: tuple[str, ...] | None = None,
+    tolerance: str | None = None, names: tuple[str, ...] | None = None, form: str = "",
+    context: Callable[[], dict[str, Any]] = dict,
 ) -> Exercise:
     """An exercise with a number or a short list of numbers as answer."""
     if tolerance is None:
@@ -266,7 +354,7 @@ def _scalar_exercise(
                     tolerance=tolerance, kind=kind,
                     reference=lambda: np.asarray(reference()),
                     wrong_answers=lambda: [(k, np.asarray(v)) for k, v in wrong_answers()],
-                    atol=atol, names=names)
+                    atol=atol, names=names, form=form, context=context)
 
 
 # ---- chapter 1: why attention
@@ -306,8 +394,11 @@ def _per_pair(d_k: int, d_a: int, *, ladd: bool = False) -> tuple[int, int]:
     return (additive + 1, dot + 1) if ladd else (additive, dot)
 
 
-def _costs_answer(ladd: bool = False) -> list[int]:
-    return [_per_pair(64, 42, ladd=ladd)[0], _per_pair(64, 43, ladd=ladd)[0], _per_pair(64, 42, ladd=ladd)[1]]
+def _costs_answer(ladd: bool = False, tanh: bool = False) -> list[int]:
+    """Per-pair FLOPs; ``tanh=True`` counts the additive score's d_a tanhs as FLOPs too (a slip)."""
+    tanhs = [_baselines.score_costs(1, 1, 64, d_a).additive.tanhs if tanh else 0 for d_a in (42, 43)]
+    return [_per_pair(64, 42, ladd=ladd)[0] + tanhs[0], _per_pair(64, 43, ladd=ladd)[0] + tanhs[1],
+            _per_pair(64, 42, ladd=ladd)[1]]
 
 
 def _costs_with_projections() -> list[float]:
@@ -340,8 +431,9 @@ _register(_scalar_exercise(
     "3 whole numbers: additive at d_a = 42, additive at d_a = 43, dot product.",
     _costs_answer,
     lambda: [("flops-sum-l-adds", _costs_answer(ladd=True)),
-             ("flops-projections", _costs_with_projections())],
-    kind="integer", names=("additive, d_a = 42", "additive, d_a = 43", "dot product"),
+             ("flops-projections", _costs_with_projections()),
+             ("flops-exp-counted", _costs_answer(tanh=True))],
+    kind="integer", names=("additive, d_a = 42", "additive, d_a = 43", "dot product"), form="counts",
 ))
 
 
@@ -386,7 +478,7 @@ _register(_scalar_exercise(
     "The shapes of W_Q, W_K, W_V, Q, K, V, S, A and O for d_model = 16, d_k = 4, d_v = 6, n = 5.",
     "9 shapes as (rows, columns) pairs, in the order W_Q, W_K, W_V, Q, K, V, S, A, O.",
     lambda: [_qkv_shapes()[k] for k in _SHAPE_NAMES], lambda: _shapes_wrong(False),
-    kind="integer", names=_SHAPE_NAMES,
+    kind="integer", names=_SHAPE_NAMES, form="shapes",
 ))
 _register(_scalar_exercise(
     "qkv-ex-shapes:params", "02_qkv",
@@ -402,7 +494,7 @@ _register(_scalar_exercise(
     "and values.",
     "5 shapes as (rows, columns) pairs, in the order K, V, S, A, O.",
     lambda: [_qkv_shapes(7)[k] for k in _CROSS_NAMES], lambda: _shapes_wrong(True),
-    kind="integer", names=_CROSS_NAMES,
+    kind="integer", names=_CROSS_NAMES, form="shapes",
 ))
 
 
@@ -537,6 +629,7 @@ _register(_scalar_exercise(
              ("sigma-d_k", _sigma_alpha() / math.sqrt(_SIGMA["d_k"])),
              ("sigma-variances", math.sqrt(_SIGMA["d_k"]) / _stats.dot_product_variance(**_SIGMA)),
              ("sigma-multiplied", _SIGMA["sigma_q"] * _SIGMA["sigma_k"] / math.sqrt(_SIGMA["d_k"]))],
+    form="variance",
 ))
 
 
@@ -746,7 +839,7 @@ def _mask_exercise(label: str, chapter: str, prompt: str, answer_form: str, make
         reference=lambda: make()["reference"],
         wrong_answers=lambda: [(k, v) for k, v in make().items() if k != "reference"]
         + (extra() if extra else []),
-        mask_shape=shape,
+        mask_shape=shape, form="mask",
     )
 
 
@@ -760,11 +853,14 @@ _register(_mask_exercise(
 ))
 
 
-def _xavier_variances(*, sd_scaling: bool = False, no_sum: bool = False, d_k_scaling: bool = False):
-    """Predicted variances of a raw and a scaled score for MultiHeadAttention(64, 4, d_head=32)."""
+def _xavier_variances(*, sd_scaling: bool = False, no_sum: bool = False, d_k_scaling: bool = False,
+                      unit: bool = False):
+    """Predicted variances of a raw and a scaled score for MultiHeadAttention(64, 4, d_head=32).
+
+    The flags are slips: ``unit`` takes the entries of q and k to have variance 1."""
     d_model, n_heads, d_head = 64, 4, 32
     var_w = 2 / (d_model + n_heads * d_head)  # Xavier: the variance xavier_uniform's docstring states
-    var_q = var_w if no_sum else d_model * var_w  # an entry of q sums d_model products
+    var_q = 1.0 if unit else var_w if no_sum else d_model * var_w  # an entry of q sums d_model products
     raw = _stats.dot_product_variance(d_head, sigma_q=math.sqrt(var_q), sigma_k=math.sqrt(var_q))
     divisor = math.sqrt(d_head) if sd_scaling else d_head**2 if d_k_scaling else d_head
     return [raw, raw / divisor]
@@ -778,8 +874,9 @@ _register(_scalar_exercise(
     _xavier_variances,
     lambda: [("xavier-sd-scaling", _xavier_variances(sd_scaling=True)),
              ("scale-d_k", _xavier_variances(d_k_scaling=True)),
-             ("xavier-no-sum", _xavier_variances(no_sum=True))],
-    atol=5e-3, names=("Var(q·k)", "Var(q·k/√d_head)"),
+             ("xavier-no-sum", _xavier_variances(no_sum=True)),
+             ("sigma-ignored", _xavier_variances(unit=True))],
+    atol=5e-3, names=("Var(q·k)", "Var(q·k/√d_head)"), form="variance",
 ))
 
 
@@ -815,7 +912,7 @@ _register(_scalar_exercise(
     "6 whole numbers: multiplications, additions (subtractions included), comparisons, exponentials, "
     "divisions, FLOPs.",
     lambda: _count_row(_counts.flop_counts(**_COUNT)), _count_wrong,
-    kind="integer", names=_COUNT_NAMES,
+    kind="integer", names=_COUNT_NAMES, form="counts",
 ))
 
 
@@ -846,8 +943,9 @@ _register(_scalar_exercise(
     "3 whole numbers of bytes: one head, one layer, one forward pass.",
     _llama_scores,
     lambda: [("bytes-float32", _llama_scores(np.float32)), ("scores-kv-heads", _llama_scores(heads=8)),
-             *_llama_units()],
-    kind="integer", names=("one head", "one layer", "one forward pass"),
+             ("kv-one-layer", _llama_scores()[:2] + _llama_scores()[1:2]), *_llama_units()],
+    kind="integer", names=("one head", "one layer", "one forward pass"), form="bytes",
+    context=lambda: {"itemsize": 2},
 ))
 
 
@@ -871,7 +969,8 @@ _register(_scalar_exercise(
     lambda: [("kv-keys-only", _kv_bytes(keys_only=True)), ("kv-query-heads", _kv_bytes(query_heads=True)),
              ("kv-one-layer", _kv_bytes(layers=1)), ("bytes-float32", _kv_bytes(dtype_bytes=4)),
              ("bytes-units", [b / 2**30 for b in _kv_bytes()])],
-    kind="integer", names=("8 key-value heads", "64 key-value heads"),
+    kind="integer", names=("8 key-value heads", "64 key-value heads"), form="bytes",
+    context=lambda: {"itemsize": 2},
 ))
 
 _CACHE_BYTES, _BLOCK_D = 256 * 2**10, 64
@@ -1135,6 +1234,53 @@ _register(_scalar_exercise(
     "4 numbers: the weights of the four logits, in order.",
     lambda: softmax(np.array(_LARGE_LOGITS)), _large_logits_wrong,
 ))
+
+#: Mistakes of an answer form that one of its exercises cannot show, with the reason (label, key) -> why.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    ("why-ex-costs:per-pair", "flops-max-n-compares"): "scoring one pair takes no maximum",
+    ("why-ex-costs:per-pair", "flops-swapped"): "one query and one key per pair: nothing to swap",
+    ("cx-ex-count", "flops-projections"): "the count starts from Q and K: it holds no projection",
+    ("qkv-ex-shapes:self", "shapes-one-output-per-key"): "n_q = n_k = 5: one output per key is one per query",
+    ("qkv-ex-shapes:cross", "shapes-w-transposed"): "this part asks for no projection's shape",
+    ("cx-ex-llama-scores", "bytes-16bit"): "the format is 16-bit already",
+    ("cx-ex-kv-memory", "bytes-16bit"): "the format is 16-bit already",
+}
+
+
+def shared_coverage(ex: Exercise) -> dict[str, str | None]:
+    """For each mistake shared by ``ex``'s form: the key ``check`` names it with in ``ex``, or None.
+
+    A shared mistake is named under its own key, or under a more specific key of the exercise whose
+    wrong answer is the same (a transposed causal mask is "causal mask flipped"). Mistakes listed in
+    :data:`NOT_APPLICABLE` for ``ex`` are left out.
+    """
+    from attnlib.misconceptions import MISCONCEPTIONS  # the registry's data, loaded with it
+
+    shared = [k for k, m in MISCONCEPTIONS.items() if ex.form and ex.form in m.forms
+              and (ex.label, k) not in NOT_APPLICABLE]
+    own = {k: np.asarray(a) for k, a in ex.wrong_answers()}
+    generic = dict(form_mistakes(ex, []))
+    detected = ex.detects()
+    ref = np.asarray(ex.reference())
+    out: dict[str, str | None] = {}
+    for key in shared:
+        if key in detected:
+            out[key] = key
+            continue
+        arr = generic.get(key)
+        named = None
+        if arr is not None:
+            for k, a in own.items():
+                if k in detected and a.shape == arr.shape and np.array_equal(
+                        _broadcast_mask(a, ex.mask_shape) if ex.kind == "mask" else a,
+                        _broadcast_mask(arr, ex.mask_shape) if ex.kind == "mask" else arr):
+                    named = k
+                    break
+            if named is None and not _distinguishable(ex, arr, ref):
+                named = "(the right answer)"
+        out[key] = named
+    return out
+
 
 #: Every checkable answer, by label.
 #:

@@ -6,12 +6,18 @@ reference that is **computed at check time** from the exercise's inputs (the boo
 :mod:`attnlib.counts`, ...). Nothing here stores an answer: the registry holds the inputs,
 a sentence saying what to submit, and functions.
 
-On a wrong answer it recomputes the classic wrong answers from the same inputs (scaled by
-``d_k`` instead of ``√d_k``, no scaling, softmax over the wrong axis, ``K`` not transposed,
-no max subtraction, weights that do not sum to 1, the weights instead of ``weights · V``,
-a causal mask flipped or shifted by one, ``√n`` instead of ``√d_k``, and some that belong to
-one exercise) and names the one the answer matches. Otherwise it points at the largest
-difference. Malformed answers (``...``, ``None``, text, a dict, NaN, a wrong shape) get a
+An answer is read at its own precision first: one that is the reference rounded to the decimals it
+gives, fewer than the check asks for, is told so ("right to 2 decimals; this check wants 3") and never
+taken for a mistake. On a wrong answer it recomputes the classic wrong answers from the same inputs
+(scaled by ``d_k`` instead of ``√d_k``, no scaling, softmax over the wrong axis, ``K`` not
+transposed, no max subtraction, weights that do not sum to 1, the weights instead of ``weights · V``,
+a causal mask flipped or shifted by one, ``√n`` instead of ``√d_k``, the mistakes every exercise of
+the same answer form shares (:func:`attnlib.exercises.form_mistakes`), two of them together, and some
+that belong to one exercise) and names the one the answer is closer to than to the right answer, at
+the answer's precision. Otherwise it says where the answer first goes wrong (the stage, or the rows
+and entries that are off; :func:`attnlib.diagnosis.locate`), never by how much.
+
+Malformed answers (``...``, ``None``, text, a dict, NaN, a wrong shape) get a
 message, never a traceback; only a bad label raises (``ValueError`` listing the closest
 labels, ``TypeError`` for a non-string), because it is a mistake in the calling code, not in
 the answer.
@@ -28,7 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from attnlib.exercises import Exercise, _distinguishable, _fmt_num, _match_radius, exercise
+from attnlib.diagnosis import given_decimals, locate, precision_radius, required_decimals, right_to_decimals
+from attnlib.exercises import (
+    EXERCISES,
+    Exercise,
+    _distance,
+    _distinguishable,
+    _fmt_num,
+    _match_radius,
+    exercise,
+)
 from attnlib.misconceptions import MISCONCEPTIONS
 
 __all__ = ["Feedback", "check"]
@@ -45,13 +60,16 @@ class Feedback:
     Attributes
     ----------
     label : str
-    status : {"correct", "incorrect", "invalid", "unanswered"}
-        Right; a well-formed wrong answer; an answer of the wrong kind or shape; ``...``.
+    status : {"correct", "imprecise", "incorrect", "invalid", "unanswered"}
+        Right; right to the decimals it gives but fewer than the check asks; a well-formed wrong
+        answer; an answer of the wrong kind or shape; ``...``.
     message : str
         What is right or wrong, deterministic (numbers rounded to 4 decimals).
     misconception : str, optional
         The key in :data:`~attnlib.misconceptions.MISCONCEPTIONS` of the mistake the answer matches.
     hint : str
+    also : tuple of str
+        Further mistakes the answer shows together with ``misconception`` (two slips in one count).
 
     Examples
     --------
@@ -68,6 +86,7 @@ class Feedback:
     message: str
     misconception: str | None = None
     hint: str = ""
+    also: tuple[str, ...] = ()
 
     @property
     def correct(self) -> bool:
@@ -77,12 +96,13 @@ class Feedback:
         return self.correct
 
     def _headline(self) -> str:
-        return {"correct": "✓ Correct", "incorrect": "✗ Not yet", "invalid": "✗ Cannot check this answer",
-                "unanswered": "… Not answered yet"}[self.status]
+        return {"correct": "✓ Correct", "imprecise": "≈ Right so far", "incorrect": "✗ Not yet",
+                "invalid": "✗ Cannot check this answer", "unanswered": "… Not answered yet"}[self.status]
 
     def _title(self) -> str:
         if self.misconception is not None:
-            return f"{self._headline()}: {MISCONCEPTIONS[self.misconception].name}"
+            names = [MISCONCEPTIONS[k].name for k in (self.misconception, *self.also)]
+            return f"{self._headline()}: {'; and '.join(names)}"
         return self._headline()
 
     def __str__(self) -> str:
@@ -265,13 +285,38 @@ def _fill(template: str, ctx: dict[str, Any]) -> str:
 
 
 def _named(ex: Exercise, key: str, answer: np.ndarray | None, extra: str = "") -> Feedback:
-    m = MISCONCEPTIONS[key]
+    keys = key.split("+")
     ctx = _context(ex, answer)
-    weights_text = ex.rows_sum_to_one or key not in _OUTPUT_EXPLANATIONS or ex.kind == "mask"
-    text = _fill(m.explanation if weights_text else _OUTPUT_EXPLANATIONS[key], ctx)
+    texts, hints = [], []
+    for k in keys:
+        m = MISCONCEPTIONS[k]
+        weights_text = ex.rows_sum_to_one or k not in _OUTPUT_EXPLANATIONS or ex.kind == "mask"
+        texts.append(_fill(m.explanation if weights_text else _OUTPUT_EXPLANATIONS[k], ctx))
+        hints.append(_fill(m.hint, ctx))
+    text = " Also: ".join(texts) if len(keys) == 1 else \
+        "Your answer shows two slips at once. " + " And: ".join(texts)
     if extra:
         text = f"{extra} {text}"
-    return Feedback(ex.label, "incorrect", text, key, _fill(m.hint, ctx))
+    return Feedback(ex.label, "incorrect", text, keys[0], " ".join(hints), tuple(keys[1:]))
+
+
+def _pairs(
+    ex: Exercise, wrong: list[tuple[str, np.ndarray]], ref: np.ndarray
+) -> list[tuple[str, np.ndarray]]:
+    """Two mistakes made together: for counts their changes add up; otherwise only where they touch
+    different entries (then each entry shows the one mistake that touched it)."""
+    out = []
+    r = ref.astype(np.float64)
+    for i, (k1, c1) in enumerate(wrong):
+        for k2, c2 in wrong[i + 1:]:
+            if k1 == k2 or c1.shape != ref.shape or c2.shape != ref.shape:
+                continue
+            d1, d2 = c1.astype(np.float64) - r, c2.astype(np.float64) - r
+            if not (np.isfinite(d1).all() and np.isfinite(d2).all()) or not d1.any() or not d2.any():
+                continue
+            if ex.kind == "integer" or not np.any((d1 != 0) & (d2 != 0)):
+                out.append((f"{k1}+{k2}", r + d1 + d2))
+    return out
 
 
 def _entry_name(ex: Exercise, idx: tuple[int, ...]) -> str:
@@ -294,25 +339,57 @@ def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedb
     text = f"{lead}."
     if note:
         text = f"{note} {text}"
-    return Feedback(ex.label, "incorrect", text, None, "Recompute step by step; "
-                    f"the answer is checked {ex.tolerance}.")
+    where = locate(a64, r64, tol=tol, names=ex.names, stages=ex.stages() if ex.stages else None, row=ex.row,
+                   sibling=_earlier_stage(ex))
+    return Feedback(ex.label, "incorrect", text, None, (where + " " if where else "Recompute step by step; ")
+                    + f"The answer is checked {ex.tolerance}.")
+
+
+_STAGES = ("scores", "scaled", "weights", "output")
+
+
+def _earlier_stage(ex: Exercise) -> str | None:
+    """The label that checks the stage before this exercise's (``...:weights`` for ``...:output``)."""
+    if not ex.form.startswith("attention-"):
+        return None
+    what = ex.form.removeprefix("attention-")
+    for before in reversed(_STAGES[:_STAGES.index(what)]):
+        label = ex.label.replace(what, before)
+        if label != ex.label and label in EXERCISES and EXERCISES[label].row == ex.row:
+            return label
+    return None
 
 
 def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
     ref = np.asarray(ex.reference())
     given = arr  # for the row and column sums of a whole matrix when one row is checked
     arr, note = _shape_of_answer(arr, ref, ex)
-    wrong = [(k, np.asarray(v)) for k, v in ex.wrong_answers()]
-    if arr.shape == ref.shape and np.isfinite(arr.astype(np.float64)).all() and _close(ex, arr, ref, ex.atol):
+    wrong = ex.all_wrong_answers()
+    finite = np.isfinite(arr.astype(np.float64)).all()
+    if arr.shape == ref.shape and finite and _close(ex, arr, ref, ex.atol):
         return Feedback(ex.label, "correct", (note + " " if note else "") + f"Checked {ex.tolerance}.")
-    # a recomputed wrong answer, first in priority order, compared in the answer's own shape
-    for key, cand in wrong:
+    # Read at its own precision: the reference rounded to fewer decimals than the check asks is right so far.
+    # (whole numbers are not read as a precision: [0, 1, 0] is not "right to 0 decimals")
+    decimals = given_decimals(arr) if ex.kind == "real" and finite else None
+    wanted = required_decimals(ex.atol)
+    rounded = decimals is not None and 1 <= decimals < wanted
+    if rounded and arr.shape == ref.shape and right_to_decimals(arr, ref, decimals):
+        unit = "decimal" if decimals == 1 else "decimals"
+        return Feedback(ex.label, "imprecise", (note + " " if note else "") +
+                        f"Right to {decimals} {unit}; this check wants {wanted} "
+                        f"(within {_fmt_num(ex.atol)}).",
+                        None, f"Keep {wanted} decimals or more, in the intermediate steps too.")
+    # a recomputed wrong answer, first in priority order, compared in the answer's own shape; named only
+    # if the answer is closer to it than to the right answer, at the answer's own precision
+    spread = precision_radius(decimals if rounded else None)
+    for key, cand in wrong + _pairs(ex, wrong, ref):
         cand_arr, cand_note = arr, note
         if cand_arr.shape != cand.shape and cand_arr.size == cand.size and \
                 np.squeeze(cand_arr).shape == np.squeeze(cand).shape:
             cand_arr = cand_arr.reshape(cand.shape)
-        radius = _match_radius(ex, cand, ref)
-        if _distinguishable(ex, cand, ref, factor=1.0) and _close(ex, cand_arr, cand, radius):
+        radius = max(_match_radius(ex, cand, ref), spread)
+        closer = cand_arr.shape != ref.shape or _distance(cand_arr, cand) < _distance(cand_arr, ref)
+        if _distinguishable(ex, cand, ref, factor=1.0) and closer and _close(ex, cand_arr, cand, radius):
             return _named(ex, key, given if given.ndim > cand_arr.ndim else cand_arr, cand_note)
     if arr.shape != ref.shape:
         raise _FormError(
@@ -335,13 +412,15 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
                          f"finite number.{hint}")
     if ex.rows_sum_to_one:
         rows = a64.sum(axis=-1)
+        # a row rounded to few decimals sums to 1 only within its entries' rounding
+        sum_tol = max(2 * ex.atol, a64.shape[-1] * spread)
         if a64.ndim == 2 and a64.shape == ref.T.shape and _close(ex, arr, ref.T, ex.atol) and \
                 not _close(ex, ref, ref.T, ex.atol):
             return _named(ex, "weights-transposed", given, note)
-        if a64.ndim == 2 and not np.allclose(rows, 1, atol=2 * ex.atol) and \
-                np.allclose(a64.sum(axis=0), 1, atol=2 * ex.atol):
+        if a64.ndim == 2 and not np.allclose(rows, 1, atol=sum_tol) and \
+                np.allclose(a64.sum(axis=0), 1, atol=sum_tol):
             return _named(ex, "wrong-axis", given, note)
-        if not np.allclose(rows, 1, atol=2 * ex.atol):
+        if not np.allclose(rows, 1, atol=sum_tol):
             return _named(ex, "not-normalised", a64, note)
     return _generic(ex, arr, ref, note)
 
@@ -362,17 +441,19 @@ def _judge_mask(ex: Exercise, arr: np.ndarray) -> Feedback:
     if np.array_equal(got, ref):
         return Feedback(ex.label, "correct", f"Your mask of shape {_fmt_shape(allowed.shape)} allows exactly "
                         "the right pairs.")
-    for key, cand in ex.wrong_answers():
+    for key, cand in ex.all_wrong_answers():
         if _distinguishable(ex, np.asarray(cand), ref) and np.array_equal(got, np.broadcast_to(cand, shape)):
             return _named(ex, key, None)
     if np.array_equal(got, ~ref):
         return _named(ex, "mask-inverted", None)
-    # Not how many entries differ, nor where: either would hand over the mask one entry at a time.
+    # Which rows (queries) are off, never which entries: that would hand over the mask one entry at a time.
+    where = locate(got.astype(np.float64), ref.astype(np.float64), tol=0)
     return Feedback(
         ex.label, "incorrect",
         f"Not the expected mask (compared after broadcasting to {_fmt_shape(shape)}), and none of the "
-        "usual mistakes. Write down, for one query, which keys it may see and why, then check your rows.",
-        None, "Build it from causal_mask and padding_mask (or np.tri) and combine with & and ~.",
+        "usual mistakes. Write down, for one query of an off row, which keys it may see and why.",
+        None, (where + " " if where else "") +
+        "Build it from causal_mask and padding_mask (or np.tri) and combine with & and ~.",
     )
 
 

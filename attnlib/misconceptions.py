@@ -42,12 +42,19 @@ class Misconception:
         and ``{col_sums}``, filled from the exercise's inputs and the answer.
     hint : str
         What to do instead.
+    forms : tuple of str
+        The answer forms (:attr:`attnlib.exercises.Exercise.form`) the mistake can be made in: every
+        exercise of such a form names it (or says in :data:`attnlib.exercises.NOT_APPLICABLE` why it
+        cannot be made there). Empty for a mistake of one exercise's own setup, and for the mistakes
+        of attention stages, which one generator (:func:`attention_misconceptions`) gives every
+        attention exercise.
     """
 
     key: str
     name: str
     explanation: str
     hint: str
+    forms: tuple[str, ...] = ()
 
 
 _M = Misconception
@@ -113,14 +120,19 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "the key; some libraries use the opposite convention, and an additive mask puts -inf where a "
        "pair is forbidden.",
        "Negate your mask (~mask), or build it so that True marks the pairs that may attend."),
-    _M("mask-diagonal-excluded", "causal mask shifted by one: the diagonal excluded",
-       "Each token may attend to itself, so key i is allowed for query i. Your mask allows only j < i, "
-       "which leaves the first token nothing to attend to.",
-       "Allow j ≤ i: np.tri(n, dtype=bool), not np.tri(n, k=-1)."),
-    _M("mask-one-ahead", "causal mask shifted by one: one future key allowed",
-       "Your mask allows j ≤ i + 1: every token also sees the next one, which a model that predicts the "
+    _M("mask-diagonal-excluded", "mask shifted by one: the diagonal excluded",
+       "Each token may attend to itself, so key i is allowed for query i. Your mask leaves out the "
+       "diagonal (j = i); in a causal mask that leaves the first token nothing to attend to.",
+       "Keep the diagonal: a causal mask is np.tri(n, dtype=bool), not np.tri(n, k=-1).", ("mask",)),
+    _M("mask-one-ahead", "mask shifted by one: one future key allowed",
+       "Your mask also allows j = i + 1: every token sees the next one, which a model that predicts the "
        "next token must not.",
-       "Allow j ≤ i: np.tri(n, dtype=bool), not np.tri(n, k=1)."),
+       "Allow no key after the query: a causal mask is np.tri(n, dtype=bool), not np.tri(n, k=1).",
+       ("mask",)),
+    _M("mask-transposed", "mask transposed: rows are keys",
+       "Row i of a mask belongs to query i and says which keys it may see; your mask is the transpose, "
+       "with one row per key.",
+       "Transpose your mask (mask.swapaxes(-1, -2)), or build it with queries along the rows.", ("mask",)),
     _M("no-mask", "mask left out",
        "Your numbers are those of attention without the mask: every query sees every key.",
        "Pass the mask (attn_mask=..., or is_causal=True) so the forbidden pairs get weight 0."),
@@ -152,20 +164,20 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Use np.log, not np.log10."),
     _M("flops-sum-l-adds", "L additions for a sum of L numbers",
        "A sum of L numbers takes L − 1 additions: the first term starts the accumulator.",
-       "Count L − 1 additions per dot product of length L and per row sum of L terms."),
+       "Count L − 1 additions per dot product of length L and per row sum of L terms.", ("counts",)),
     _M("flops-projections", "projections counted per pair",
        "Your per-pair count includes the projections Q W_q and K W_k, which are done once per token, not "
        "once per pair.",
-       "Subtract the projections before dividing by the number of pairs."),
+       "Subtract the projections before dividing by the number of pairs.", ("counts",)),
     _M("flops-max-n-compares", "n comparisons for a maximum of n numbers",
        "The maximum of L numbers takes L − 1 comparisons.",
-       "Count n_k − 1 comparisons per row."),
-    _M("flops-exp-counted", "exponentials counted as FLOPs",
-       "In this book's convention exponentials are counted in their own column, not as FLOPs.",
-       "FLOPs = multiplies + adds + comparisons + divides."),
+       "Count n_k − 1 comparisons per row.", ("counts",)),
+    _M("flops-exp-counted", "exponentials (or tanh) counted as FLOPs",
+       "In this book's convention exponentials and tanh are counted in their own column, not as FLOPs.",
+       "FLOPs = multiplies + adds + comparisons + divides.", ("counts",)),
     _M("flops-swapped", "n_q and n_k swapped",
        "Your counts are those of 5 queries and 3 keys. Here 3 queries each score 5 keys.",
-       "Rows of S are queries: n_q = 3, n_k = 5."),
+       "Rows of S are queries: n_q = 3, n_k = 5.", ("counts",)),
     _M("d_a-equal-widths", "equal widths, not equal costs",
        "d_a = d_k makes the widths equal, but an additive score costs about 3 FLOPs per hidden unit and "
        "a dot product about 2 per dimension.",
@@ -175,16 +187,16 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "3·d_a ≈ 2·d_k, so d_a ≈ 2·d_k / 3."),
     _M("shapes-w-transposed", "projection matrices transposed",
        "With row vectors, Q = X W_Q maps a (n, d_model) input to (n, d_k), so W_Q is (d_model, d_k).",
-       "Write each projection as (d_model, output width)."),
+       "Write each projection as (d_model, output width).", ("shapes",)),
     _M("shapes-output-d_k", "output as wide as a key",
        "The output is a weighted sum of value rows, so it is as wide as a value: d_v, not d_k.",
-       "O = A V has shape (n_q, d_v)."),
+       "O = A V has shape (n_q, d_v).", ("shapes",)),
     _M("shapes-qt-k", "S = Qᵀ K",
        "S pairs every query with every key, so it has one row per query and one column per key: Q Kᵀ.",
-       "S and A are (n_q, n_k)."),
+       "S and A are (n_q, n_k).", ("shapes",)),
     _M("shapes-one-output-per-key", "one output per key",
        "Each query gets one output row, whatever the number of keys.",
-       "O has n_q rows."),
+       "O has n_q rows.", ("shapes",)),
     _M("params-d_k-everywhere", "W_V as wide as W_Q",
        "W_V maps to the value width d_v, which differs from d_k here.",
        "Count d_model · d_k twice and d_model · d_v once."),
@@ -192,10 +204,11 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "The variance of q·k is σ_q² σ_k² d_k, so its standard deviation is σ_q σ_k √d_k; α is one over "
        "the standard deviation. Your α divides by d_k itself, which leaves the variance 1/d_k, not 1.",
        "Take the square root of d_k."),
-    _M("sigma-ignored", "σ_q and σ_k ignored",
-       "1/√d_k makes the variance 1 only for unit-variance components; here the scaled score still has "
-       "variance σ_q² σ_k².",
-       "Divide also by σ_q σ_k."),
+    _M("sigma-ignored", "components taken to have variance 1",
+       "Your numbers hold for components of q and k of variance 1, where Var(q·k) = d_k and 1/√d_k makes "
+       "the scaled score's variance 1. Here the components have other variances σ_q² and σ_k², and "
+       "Var(q·k) = d_k σ_q² σ_k².",
+       "Work out the variance of one component of q and of k first.", ("variance",)),
     _M("sigma-variances", "variances instead of standard deviations",
        "Var(α q·k) = α² d_k σ_q² σ_k²: α must cancel a square root of that.",
        "α = 1 / (σ_q σ_k √d_k)."),
@@ -261,10 +274,16 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Var(q_t) = d_model · 2 / (fan_in + fan_out)."),
     _M("bytes-float32", "4 bytes per number",
        "A 16-bit format takes 2 bytes per number; your numbers are those of float32.",
-       "Use 2 bytes per number."),
+       "Use 2 bytes per number.", ("bytes",)),
+    _M("bytes-float64", "8 bytes per number",
+       "A 16-bit format takes 2 bytes per number; your numbers are those of float64.",
+       "Use 2 bytes per number.", ("bytes",)),
+    _M("bytes-16bit", "2 bytes per number",
+       "This format takes more than 2 bytes per number; your numbers are those of a 16-bit format.",
+       "Use the format's size: 4 bytes for float32, 8 for float64.", ("bytes",)),
     _M("bytes-units", "not in bytes",
        "Your numbers are in binary or decimal units (MiB, GiB, MB, GB); give bytes.",
-       "Multiply by 2**20 for MiB, 2**30 for GiB."),
+       "Multiply by 2**20 for MiB, 2**30 for GiB.", ("bytes",)),
     _M("scores-kv-heads", "8 heads of scores",
        "Grouped-query attention shares keys and values between query heads, but every one of the 64 "
        "query heads still scores every key.",
@@ -276,8 +295,8 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "LLaMA-2 70B shares each key–value head between 8 query heads: it has 8 key–value heads, not 64.",
        "Use n_kv_heads = 8 for the first number."),
     _M("kv-one-layer", "one layer",
-       "Each of the 80 layers has its own cache.",
-       "Multiply by the number of layers."),
+       "Each of the 80 layers has its own cache and its own score matrices.",
+       "Multiply by the number of layers.", ("bytes",)),
     _M("blocks-missing-arrays", "not every array counted",
        "A step holds the b × b tile of scores and b rows each of Q, K and V; b = 256 fits only if one "
        "of them is left out.",

@@ -461,7 +461,9 @@ def test_a_wrong_answer_is_never_told_the_right_one():
                     (label, text)
 
 
-def test_a_wrong_mask_is_told_neither_how_many_entries_differ_nor_where():
+def test_a_wrong_mask_is_told_which_rows_are_off_never_which_entries():
+    """The message never says how many entries differ or where; the hint names the rows (queries) that
+    are off, never the keys: naming entries would hand over the mask one entry at a time."""
     ok = np.tri(5, dtype=bool)
     for flip in [(3, 1), (0, 0), (4, 4)]:
         wrong = ok.copy()
@@ -469,6 +471,7 @@ def test_a_wrong_mask_is_told_neither_how_many_entries_differ_nor_where():
         fb = check("causal-mask", wrong)
         assert fb.misconception is None and fb.status == "incorrect", str(fb)
         assert not re.search(r"\d+ of \d+|query \d|key \d|row \d", fb.message), fb.message
+        assert f"row {flip[0]}" in fb.hint and not re.search(r"key \d|column", fb.hint), fb.hint
     two_off = ok.copy()
     two_off[3, 1] = two_off[2, 0] = False
     assert check("causal-mask", wrong).message == check("causal-mask", two_off).message
