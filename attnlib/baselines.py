@@ -237,15 +237,20 @@ def input_influence(
 def sequential_steps(n: int, kind: str) -> int:
     """How many steps must run one after another to encode ``n`` tokens.
 
+    A step is one application of the layer: a state update of a recurrence,
+    one pass of an attention layer. Each is itself a short chain of
+    operations that is the same for every ``n``, so this is the count
+    that Vaswani et al. (2017), Table 1, write as ``O(n)`` and ``O(1)``.
+
     * ``"recurrent"``: ``n``, for a nonlinear recurrence such as the tanh one
       of :func:`rnn_states`. ``s_t`` needs ``s_{t-1}``, so the ``n`` state
       updates form a chain; more processors do not shorten it. (A *linear*
       recurrence can be evaluated by a parallel prefix scan in about
       ``log2 n`` rounds; the nonlinearity between steps rules that out.)
     * ``"attention"``: ``1``. One self-attention layer computes every output
-      from the same ``Q``, ``K``, ``V`` with two matrix products, which do not
-      depend on each other's rows: all ``n`` positions can be computed at once.
-      (The products themselves are parallel work, not a chain over tokens.)
+      from the same inputs in one pass: projections, scores ``Q Kᵀ``, softmax,
+      weighted sum ``A V``. That chain does not grow with ``n``, and each of
+      its operations handles all ``n`` rows at once.
 
     Parameters
     ----------
@@ -355,10 +360,12 @@ def path_table(ns: Any) -> str:
 def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, v: Any) -> np.ndarray:
     """Additive (Bahdanau) attention scores, ``S_ij = tanh(q_i W_q + k_j W_k) · v``.
 
-    The score of Bahdanau et al. (2015), ``vᵀ tanh(W s + U h)``, written with
-    row vectors: a one-hidden-layer network of width ``d_a`` reads the query
-    and the key together and returns one number. Queries and keys may have
-    different widths, because each gets its own projection.
+    The score of Bahdanau et al. (2015), ``v_aᵀ tanh(W_a s_{i-1} + U_a h_j)``
+    with the decoder state ``s_{i-1}`` as query and the encoder state ``h_j``
+    as key, written with row vectors: a one-hidden-layer network of width
+    ``d_a`` reads the query and the key together and returns one number.
+    Queries and keys may have different widths, because each gets its own
+    projection.
 
     Parameters
     ----------

@@ -23,6 +23,9 @@ What it cannot check: a letter used with another meaning without being defined (
 with no equation and none of the phrases above), definitions inside code cells or glued values, and
 whether an allowed right-hand side is used in the right place. Letters that are not reserved are
 local to a section and are not checked at all.
+
+Last, a width ($d_k$, $d_v$, $d_{\\text{model}}$, $d_{\\text{head}}$) must not be called a length, the word
+the book keeps for a vector's norm (``length_for_width``).
 """
 
 from __future__ import annotations
@@ -272,3 +275,72 @@ def test_checker_catches_a_clash(text, table):
 )
 def test_checker_passes_a_legitimate_use(text, table):
     assert not check_text(text, table), check_text(text, table)
+
+
+# --------------------------------------------------------------------------- "width", not "length"
+# The table calls d_k, d_v, d_model and d_head *widths*, and chapter 2 uses "length" for a vector's norm
+# ("two lengths and an angle", "a longer key gains weight"). A vector's number of components called its
+# "length" reads as its norm. These are the phrasings that did so: "of length $d_k$", "$d_k$ is the
+# length of", and "same length" in a sentence about a dot product (which needs equal widths, not equal
+# norms). A sequence's length (its number of tokens) is not checked. The quizzes are prose too.
+QUIZZES = sorted((BOOK_DIR / "quizzes").glob("*.yml"))
+LENGTH_BEFORE = re.compile(r"\blength\s+\$([^$]+)\$")
+LENGTH_AFTER = re.compile(r"\$([^$]+)\$,?\s+(?:is\s+)?the\s+length\b")
+SAME_LENGTH_DOT = re.compile(
+    r"\bdot[ -]products?\b[^.;:]*?\bsame\s+length\b|\bsame\s+length\b[^.;:]*?\bdot[ -]products?\b", re.I
+)
+
+
+def widths(table: dict[str, Reserved]) -> set[str]:
+    return {normalise(s) for s, entry in table.items() if "width" in entry.meaning}
+
+
+def length_for_width(text: str, table: dict[str, Reserved]) -> list[str]:
+    """The phrases of ``text`` that call a width (``d_k`` ...) a length."""
+    text = re.sub(r"\s+", " ", CODE.sub("", text))
+    named = widths(table)
+    found = [m.group(0) for m in LENGTH_BEFORE.finditer(text) if normalise(m.group(1).split("=")[0]) in named]
+    found += [m.group(0) for m in LENGTH_AFTER.finditer(text) if normalise(m.group(1)) in named]
+    found += [m.group(0) for m in SAME_LENGTH_DOT.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize("path", PAGES + QUIZZES, ids=lambda p: p.name)
+def test_a_width_is_not_called_a_length(path, table):
+    texts = [path.read_text(encoding="utf-8")] if path.suffix == ".yml" else page_texts(path)
+    found = [phrase for text in texts for phrase in length_for_width(text, table)]
+    assert not found, (
+        f"{path.name} calls a width a length; notation.md calls $d_k$, $d_v$, $d_{{\\text{{model}}}}$ and "
+        "$d_{\\text{head}}$ widths and the book keeps 'length' for a vector's norm. Write 'width':\n"
+        + "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hand-made queries and keys of length $d_k = 4$",
+        "one query of length\n$d_k$ per token",
+        "Here $d_k$ is the length of $q$ and $k$.",
+        "Each score is a dot product of length $d_{\\text{head}}$ = 64.",
+        "A dot product needs two vectors of the same\nlength.",
+        "why $q_i$ and $k_j$ need the same length $d_k$",
+    ],
+)
+def test_length_checker_catches_a_width(text, table):
+    assert length_for_width(text, table), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dividing each score by its two lengths leaves the cosine.",
+        "Query A at three times its length: a longer query sharpens its row.",
+        "queries and keys of width $d_k = 4$; the lengths of $k_A$ and $k_C$",
+        "A batch holds two sequences of lengths 5 and 3, padded to the same length.",
+        "the path length $n$ of a recurrence; `feature_names` has length `d_k`",
+        "Every key is rescaled to length 1 first, so that each score is a dot product of unit keys.",
+    ],
+)
+def test_length_checker_passes_a_norm_or_a_sequence(text, table):
+    assert not length_for_width(text, table), length_for_width(text, table)

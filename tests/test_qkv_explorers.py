@@ -10,7 +10,14 @@ import pytest
 from attnlib.core import scaled_dot_product_attention
 from attnlib.examples import cat_sat_on_mat, cat_sits
 from attnlib.features import HandFeatures, animal_street
-from attnlib.interactive.qkv_explorers import PHASES, qkv_phases, qkv_stepper, word_explorer, word_notes
+from attnlib.interactive.qkv_explorers import (
+    PHASES,
+    qkv_phases,
+    qkv_stepper,
+    tie_groups,
+    word_explorer,
+    word_notes,
+)
 from attnlib.trace import trace_attention
 
 SENTENCE = ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired")
@@ -132,6 +139,61 @@ def test_word_explorer_states_say_the_numbers(tr_words, words: HandFeatures) -> 
     # each state is its own query's: no two summaries or tables alike
     assert len({s.summary for s in sf.states.values()}) == 11
     assert len({s.tables[0].rows for s in sf.states.values()}) == 11
+
+
+def test_word_explorer_names_every_key_tied_with_a_named_one(tr_words, words: HandFeatures) -> None:
+    """Keys whose scores are equal in exact arithmetic (here up to 4e-16 apart in weight) are all named."""
+    sf = word_explorer(tr_words, feature_names=words.feature_names)
+    tied_rows = 0
+    for (i,), state in sf.states.items():
+        w = tr_words.weights[i]
+        named = re.findall(r"“([^”]+)”", state.summary)[1:]  # the first is the query
+        assert len(named) == len(set(named)) >= 2
+        idx = [SENTENCE.index(t) for t in named]
+        assert set(np.argsort(-w)[:2]) <= set(idx), "the two largest weights are named"
+        for j in range(len(w)):
+            ties = [k for k in idx if np.isclose(w[j], w[k], rtol=1e-9, atol=0)]
+            assert (j in idx) == bool(ties), f"{SENTENCE[i]}: {SENTENCE[j]} named or left out wrongly"
+        if any(len(g) > 1 for g in tie_groups(w[idx])):
+            tied_rows += 1
+            assert "(a tie)" in state.summary
+        else:
+            assert "tie" not in state.summary
+        rest = np.delete(w, idx)
+        assert state.summary.endswith(f"the other {len(rest)} words share {rest.sum():.4f}.")
+    assert tied_rows == 5  # "The", "animal", "cross", "street", "because"
+    the, street, animal = 0, SENTENCE.index("street"), SENTENCE.index("animal")
+    w = tr_words.weights[the]
+    assert tr_words.scores[the, the] == tr_words.scores[the, street] == 3.0
+    assert sf.states[(the,)].summary == (
+        f"Query “The”: its largest weights are {w[animal]:.4f} on “animal” and {w[the]:.4f} on both "
+        f"“The” and “street” (a tie); the other 8 words share {1 - w[animal] - 2 * w[the]:.4f}."
+    )
+    cross = SENTENCE.index("cross")
+    w = tr_words.weights[cross]
+    assert sf.states[(cross,)].summary.startswith(
+        f"Query “cross”: its largest weight is {w[animal]:.4f} on both “animal” and “street” (a tie); ")
+    assert sf.states[(cross,)].lines[1] == f"largest weight: animal, {w[animal]:.4f} (tied with street)"
+
+
+def test_tie_groups_and_summaries_of_small_rows() -> None:
+    assert tie_groups([0.25, 0.25 * (1 + 1e-12), 0.5]) == [[2], [0, 1]]
+    assert tie_groups([0.25, 0.25 * (1 + 1e-6), 0.5]) == [[2], [1], [0]]
+    K = np.eye(4)
+    cases = {  # query row -> summary after "Query “t0”: "
+        (0.0, 0.0, 0.0, 0.0): "its largest weight is 0.2500 on each of “t0”, “t1”, “t2” and “t3” (a tie).",
+        (1.0, 1.0, 1.0, 0.0): "its largest weight is {0:.4f} on each of “t0”, “t1” and “t2” (a tie); "
+                              "the other word gets {3:.4f}.",
+        (2.0, 0.0, 0.0, 1.0): "its largest weights are {0:.4f} on “t0” and {3:.4f} on “t3”; "
+                              "the other 2 words share {r:.4f}.",
+    }
+    for q, text in cases.items():
+        tr = trace_attention(np.array([q] * 4), K, K)  # four queries alike: t0's row is the one read
+        w = tr.weights[0]
+        r = w[1] + w[2]
+        assert word_explorer(tr).states[(0,)].summary == "Query “t0”: " + text.format(*w, r=r)
+    masked = trace_attention(np.ones((2, 2)), np.eye(2), np.eye(2), attn_mask=np.tril(np.ones((2, 2), bool)))
+    assert word_explorer(masked).states[(0,)].summary == "Query “t0”: all its weight, 1.0000, is on “t0”."
 
 
 def test_word_notes_write_the_top_score_as_wanted_times_offered(tr_words, words: HandFeatures) -> None:

@@ -26,7 +26,7 @@ from attnlib.interactive.trace_explorers import _named
 from attnlib.plots import PALETTE
 from attnlib.trace import AttentionTrace, trace_attention
 
-__all__ = ["PHASES", "qkv_phases", "qkv_stepper", "word_explorer", "word_notes"]
+__all__ = ["PHASES", "TIE_RTOL", "qkv_phases", "qkv_stepper", "tie_groups", "word_explorer", "word_notes"]
 
 #: The phases of :func:`qkv_stepper`: (button label, title).
 PHASES: tuple[tuple[str, str], ...] = (
@@ -275,12 +275,40 @@ def _check_trace(trace: Any) -> AttentionTrace:
     return trace
 
 
+#: Relative tolerance under which two weights of a row count as tied: equal up to rounding, i.e. their
+#: scaled scores differ by less than about 1e-9 (a one-ulp change of a score or of ``exp`` stays far below).
+TIE_RTOL = 1e-9
+
+
+def tie_groups(w: Any) -> list[list[int]]:
+    """The indices of a row of weights, grouped by equal weight, largest weight first.
+
+    Two weights are tied when they agree to a relative :data:`TIE_RTOL`, so
+    that keys whose scores are equal in exact arithmetic stay tied after
+    rounding. Each group lists its keys in key order.
+
+    Examples
+    --------
+    >>> tie_groups([0.1322, 0.3888, 0.1322 * (1 + 1e-15), 0.05])
+    [[1], [0, 2], [3]]
+    """
+    w = np.asarray(w, dtype=float)
+    groups: list[list[int]] = []
+    for j in (int(j) for j in np.argsort(-w, kind="stable")):
+        if groups and np.isclose(w[j], w[groups[-1][0]], rtol=TIE_RTOL, atol=0.0):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    return [sorted(g) for g in groups]
+
+
 def word_notes(trace: AttentionTrace, feature_names: Sequence[str] | None = None) -> list[list[str]]:
     """Per query: what it looks for, and its largest weight with that score's terms.
 
     Lines for query ``i``: the nonzero features of ``Q[i]`` by name, then
-    the key with the largest weight, its score ``q·k`` as a sum of
-    ``wanted × offered`` over the features both have, and its weight.
+    the key with the largest weight (the first of keys tied for it, the
+    others named; see :func:`tie_groups`), its weight, and its score ``q·k``
+    as a sum of ``wanted × offered`` over the features both have.
 
     Raises
     ------
@@ -302,27 +330,52 @@ def word_notes(trace: AttentionTrace, feature_names: Sequence[str] | None = None
     out = []
     for i, tok in enumerate(tr.tokens):
         wanted = ", ".join(f"{names[t]} {_num(tr.Q[i, t])}" for t in range(tr.d_k) if tr.Q[i, t] != 0)
-        j = int(np.argmax(tr.weights[i]))
+        j, *tied = tie_groups(tr.weights[i])[0]
         terms = [f"{_num(tr.Q[i, t])}×{_num(tr.K[j, t])} ({names[t]})"
                  for t in range(tr.d_k) if tr.Q[i, t] != 0 and tr.K[j, t] != 0]
+        ties = f" (tied with {_and([tr.key_tokens[k] for k in tied])})" if tied else ""
         out.append([
             f"{tok} looks for: {wanted or 'nothing'}",
-            f"largest weight: {tr.key_tokens[j]}, {tr.weights[i, j]:.4f}",
+            f"largest weight: {tr.key_tokens[j]}, {tr.weights[i, j]:.4f}{ties}",
             f"  q·k[{tr.key_tokens[j]}] = {' + '.join(terms) or '0'} = {_num(tr.scores[i, j])}",
             f"  scaled: {_num(tr.scores[i, j])} / √{tr.d_k} = {tr.scaled_scores[i, j]:.4f}",
         ])
     return out
 
 
+def _and(words: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(words) if len(words) < 3 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _on(weight: float, keys: Sequence[str]) -> str:
+    """``0.1322 on “The”``, or for tied keys ``0.1322 on both “The” and “street” (a tie)``."""
+    quoted = [f"“{k}”" for k in keys]
+    if len(quoted) == 1:
+        return f"{weight:.4f} on {quoted[0]}"
+    return f"{weight:.4f} on {'both' if len(quoted) == 2 else 'each of'} {_and(quoted)} (a tie)"
+
+
 def _word_state(tr: AttentionTrace, i: int, lines: list[str]) -> ExplorerState:
-    """Query ``i`` of the word explorer: its two largest weights in words, its notes, its row as a table."""
+    """Query ``i`` of the word explorer: its largest weights in words, its notes, its row as a table.
+
+    The summary names the keys of the largest weight and, if only one key has
+    it, those of the next largest; every key tied with a named one is named too.
+    """
     tok, keys, w = tr.tokens[i], list(tr.key_tokens), tr.weights[i]  # w: (n_k,)
-    order = [int(j) for j in np.argsort(-w, kind="stable")]
-    top = [f"{w[j]:.4f} on “{keys[j]}”" for j in order[:2]]
-    rest = float(np.sum(w[order[2:]])) if len(order) > 2 else 0.0
-    summary = (f"Query “{tok}”: its largest weights are {' and '.join(top)}; the other "
-               f"{max(len(order) - 2, 0)} words share {rest:.4f}.") if len(order) > 1 else (
-               f"Query “{tok}”: all its weight, {w[0]:.4f}, is on “{keys[0]}”.")
+    groups = [g for g in tie_groups(w) if w[g[0]] > 0] or tie_groups(w)
+    if len(groups) == 1 and len(groups[0]) == 1:  # one key, or the only key a mask lets it see
+        summary = f"Query “{tok}”: all its weight, {w[groups[0][0]]:.4f}, is on “{keys[groups[0][0]]}”."
+    else:
+        named = groups[:1] if len(groups[0]) > 1 or len(groups) == 1 else groups[:2]
+        parts = [_on(w[g[0]], [keys[j] for j in g]) for g in named]
+        head = (f"its largest weight is {parts[0]}" if len(named) == 1
+                else f"its largest weights are {' and '.join(parts)}")
+        others = sorted(set(range(len(keys))) - {j for g in named for j in g})
+        rest = float(np.sum(w[others]))
+        tail = ("" if not others else f"; the other word gets {rest:.4f}" if len(others) == 1
+                else f"; the other {len(others)} words share {rest:.4f}")
+        summary = f"Query “{tok}”: {head}{tail}."
     table = DataTable(
         f"Weights of “{tok}” over the {tr.n_k} words",
         ["key", "weight", "score q·k", f"scaled q·k / √{tr.d_k}"],
@@ -343,9 +396,10 @@ def word_explorer(
     One button per token chooses the query; the bars are that query's row of
     ``trace.weights`` (computed by :func:`attnlib.core.scaled_dot_product_attention`
     inside :func:`attnlib.trace.trace_attention`), the chosen word's own bar in
-    orange. Under the bars each state names the query's largest weights (announced
-    to screen readers), says what the query looks for, writes out the score of its
-    largest weight (see :func:`word_notes`) and tabulates the whole row.
+    orange. Under the bars each state names the query's largest weights, and every
+    key tied with one of them (announced to screen readers), says what the query
+    looks for, writes out the score of its largest weight (see :func:`word_notes`)
+    and tabulates the whole row.
 
     Parameters
     ----------
