@@ -454,6 +454,13 @@ class TrainingRun:
         The same on the test batch; used to report.
     diverged : bool
         The scores, loss, gradients or weights became non-finite.
+    final_saturated_fraction : float
+        Fraction of the validation batch's rows whose largest weight exceeds
+        0.99 after training (``nan`` if the run diverged).
+    weight_growth : float
+        ``‖W_Q W_Kᵀ‖_F`` after training divided by its value at
+        initialisation: how many times larger the weights make the scores
+        (``nan`` if the run diverged).
     """
 
     d_k: int
@@ -472,6 +479,8 @@ class TrainingRun:
     test_loss: float
     test_accuracy: float
     diverged: bool
+    final_saturated_fraction: float = math.nan
+    weight_growth: float = math.nan
 
 
 _INIT, _DATA, _VALIDATION, _TEST = range(4)  # the streams spawned from a seed, in this order
@@ -558,6 +567,10 @@ def _train_runs(
     steps_done = np.isfinite(losses).sum(axis=-1)  # (seeds, configs)
     final_val, final_test = (_forward_backward(params[0], params[1], held, scale) for held in (val, test))
     alive &= final_val.finite & final_test.finite & np.isfinite(final_val.loss) & np.isfinite(final_test.loss)
+    final_sat = np.mean(final_val.P.max(axis=-1) > _SATURATED, axis=-1)  # (seeds, configs)
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged run's weights may overflow
+        size = [np.linalg.norm(a @ b.swapaxes(-1, -2), axis=(-2, -1)) for a, b in (W0, params)]
+    growth = size[1] / size[0]  # (seeds, configs): ‖W_Q W_Kᵀ‖_F after / before
     return [
         TrainingRun(
             d_k=d_k,
@@ -576,6 +589,8 @@ def _train_runs(
             test_loss=float(final_test.loss[s, j]) if alive[s, j] else math.nan,
             test_accuracy=float(final_test.accuracy[s, j]) if alive[s, j] else 0.0,
             diverged=not alive[s, j],
+            final_saturated_fraction=float(final_sat[s, j]) if alive[s, j] else math.nan,
+            weight_growth=float(growth[s, j]) if alive[s, j] else math.nan,
         )
         for r in range(n_r)
         for s in range(n_s)
@@ -684,11 +699,11 @@ def train_retrieval(
     what remains of the comparison is the scale of the scores at
     initialisation (``init_saturated_fraction``).
 
-    At large learning rates training is chaotic: the unscaled layer's weights
-    grow until most rows are saturated, and the final loss then depends on
-    rounding, so the same run can end at losses several times apart on two
-    CPUs. Compare such runs over several seeds (:func:`learning_rate_sweep`),
-    not one by one.
+    At large learning rates training is chaotic: the final loss depends on
+    rounding, so the same run can end at different losses on two CPUs. Such
+    runs end with grown weights and mostly saturated rows (``weight_growth``,
+    ``final_saturated_fraction``). Compare them over several seeds
+    (:func:`learning_rate_sweep`), not one by one.
 
     Examples
     --------
@@ -1102,7 +1117,8 @@ class SweepResult:
             A sweep with the same seeds and learning rates for this setting.
         d_k : int
         scale_rule : str
-        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy"}
+        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy", \
+                 "final_saturated_fraction", "weight_growth"}
 
         Returns
         -------
@@ -1159,7 +1175,8 @@ class SweepResult:
         ----------
         d_k : int
         scale_rule : str
-        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy"}
+        field : {"val_loss", "val_accuracy", "test_loss", "test_accuracy", \
+                 "final_saturated_fraction", "weight_growth"}
             The :class:`TrainingRun` attribute to collect (``nan`` loss for a
             diverged run).
 
@@ -1179,7 +1196,8 @@ class SweepResult:
         >>> sweep.grid(8, "none").shape
         (2, 2)
         """
-        fields = ("val_loss", "val_accuracy", "test_loss", "test_accuracy")
+        fields = ("val_loss", "val_accuracy", "test_loss", "test_accuracy", "final_saturated_fraction",
+                  "weight_growth")
         _v.check_choice(field, "field", fields)
         runs = self._setting(d_k, scale_rule)
         seeds, lrs = self._distinct_seeds(d_k, scale_rule), tuple(dict.fromkeys(r.lr for r in runs))

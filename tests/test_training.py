@@ -7,7 +7,8 @@
    ≤ 1e-6) for every scale rule, and against PyTorch's autograd when installed;
 4. ``train_retrieval``: learning happens, runs are deterministic and fair
    (same seed, same start and data), each step is the documented SGD step,
-   unscaled scores saturate at large d_k, divergence is reported;
+   unscaled scores saturate at large d_k, the final saturation and weight
+   growth follow the trained weights, divergence is reported;
 5. ``median_rate``, ``BestRates``, ``SweepResult`` and ``learning_rate_sweep``:
    the rate is chosen on the validation batch and reported on the test batch,
    the median over seeds is the middle rate, each seed's lead over its
@@ -274,6 +275,31 @@ def test_training_follows_retrieval_loss_and_grads_step_by_step():
     assert run.test_loss == pytest.approx(retrieval_loss_and_grads(W_Q, W_K, test, scale)[0], rel=1e-12)
 
 
+def test_final_saturation_and_weight_growth_follow_the_trained_weights():
+    """``final_saturated_fraction`` and ``weight_growth`` from the weights of the documented SGD steps."""
+    d_k, lr, steps = 64, 1.0, 5
+    run = train_retrieval(d_k, scale_rule="none", lr=lr, steps=steps, seed=2, batch=8, eval_batch=64)
+    init_ss, data_ss, val_ss, _ = np.random.SeedSequence(2).spawn(4)
+    init_rng, data_rng = np.random.default_rng(init_ss), np.random.default_rng(data_ss)
+    W_Q, W_K = xavier_uniform(d_k, d_k, init_rng), xavier_uniform(d_k, d_k, init_rng)
+    start = np.linalg.norm(W_Q @ W_K.T)
+    for _ in range(steps):
+        _, dW_Q, dW_K = retrieval_loss_and_grads(W_Q, W_K, retrieval_batch(8, 16, d_k, 16, data_rng), 1.0)
+        W_Q, W_K = W_Q - lr * dW_Q, W_K - lr * dW_K
+    val = retrieval_batch(64, 16, d_k, 16, np.random.default_rng(val_ss))
+    _, P = scaled_dot_product_attention(val.X_q @ W_Q, val.X_k @ W_K, val.V, scale=1.0, return_weights=True)
+    assert run.final_saturated_fraction == pytest.approx(np.mean(P.max(axis=-1) > 0.99))
+    assert 0 < run.final_saturated_fraction < 1
+    assert run.weight_growth == pytest.approx(np.linalg.norm(W_Q @ W_K.T) / start, rel=1e-9)
+    assert run.weight_growth > 1  # this rate makes the scores larger
+    small = train_retrieval(d_k, lr=1e-6, steps=2, seed=2)
+    assert small.weight_growth == pytest.approx(1.0, abs=1e-5)
+    assert small.final_saturated_fraction == small.init_saturated_fraction == 0.0
+    sweep = learning_rate_sweep((8,), (0.1, 1.0), seeds=(0,), steps=3)
+    grid = sweep.grid(8, "none", "weight_growth")
+    assert grid[0, 1] == sweep.run(8, "none", 0, 1.0).weight_growth
+
+
 def test_adam_follows_the_textbook_update_step_by_step():
     """Adam with bias correction, β1 = 0.9, β2 = 0.999, ε = 1e-8, as in Kingma and Ba's Algorithm 1."""
     d_k, lr, steps = 5, 0.05, 4
@@ -312,6 +338,7 @@ def test_divergence_is_reported_and_the_curve_stops(optimizer):
     assert run.diverged
     assert math.isnan(run.val_loss) and math.isnan(run.test_loss)
     assert run.val_accuracy == run.test_accuracy == 0.0
+    assert math.isnan(run.final_saturated_fraction) and math.isnan(run.weight_growth)
     assert 0 < len(run.losses) < 5
     assert np.isfinite(run.losses).all()
     assert len(run.accuracy) == len(run.losses)

@@ -289,7 +289,7 @@ def scaling_explorer(
         control_labels=["d_k", "t"],
         states=words,
         caption=(
-            "Choose d_k to lengthen the query and the keys, and t to go from raw scores (t = 0) to scores "
+            "Choose d_k to widen the query and the keys, and t to go from raw scores (t = 0) to scores "
             "divided by √d_k (t = 1). Without the division the weights pile onto one key as d_k grows: "
             "the largest weight nears 1 and the entropy 0."
         ),
@@ -531,7 +531,7 @@ def variance_explorer(
         control_labels=["d_k"],
         states=words,
         caption=(
-            "Choose d_k to lengthen the random vectors. The spread of q · k (top, on a fixed axis) grows "
+            "Choose d_k to widen the random vectors. The spread of q · k (top, on a fixed axis) grows "
             "like √d_k, its variance like d_k; divided by √d_k (bottom) it keeps variance 1."
         ),
         alt=(
