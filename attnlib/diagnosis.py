@@ -20,9 +20,31 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["given_decimals", "required_decimals", "right_to_decimals", "locate"]
+__all__ = ["entry_decimals", "given_decimals", "required_decimals", "right_to_decimals", "locate"]
 
 _MAX_DECIMALS = 8  # an answer with more decimals than this is a computed one, at full precision
+
+
+def entry_decimals(answer: Any) -> np.ndarray | None:
+    """The decimals each entry of an answer gives (``14`` gives 0, ``0.44`` gives 2), in its shape.
+
+    ``None`` when an entry needs more than 8 decimals: a computed answer, at full precision.
+
+    >>> entry_decimals([14, 0.44]).tolist()
+    [0, 2]
+    """
+    a = np.asarray(answer, dtype=np.float64)
+    out = np.zeros(a.shape, dtype=int)
+    for idx, x in np.ndenumerate(a):
+        if not np.isfinite(x):
+            continue
+        for d in range(_MAX_DECIMALS + 1):
+            if abs(x - round(x, d)) <= 1e-9 * max(1.0, abs(x)) * 10.0**-d:
+                out[idx] = d
+                break
+        else:
+            return None
+    return out
 
 
 def given_decimals(answer: Any) -> int | None:
@@ -36,17 +58,8 @@ def given_decimals(answer: Any) -> int | None:
     >>> given_decimals([0.31, 0.3, 0.305]), given_decimals(1 / 3), given_decimals(2.0)
     (3, None, 0)
     """
-    a = np.asarray(answer, dtype=np.float64).ravel()
-    a = a[np.isfinite(a)]
-    most = 0
-    for x in a:
-        for d in range(_MAX_DECIMALS + 1):
-            if abs(x - round(x, d)) <= 1e-9 * max(1.0, abs(x)) * 10.0**-d:
-                most = max(most, d)
-                break
-        else:
-            return None
-    return most
+    each = entry_decimals(answer)
+    return None if each is None else int(each.max(initial=0))
 
 
 def required_decimals(atol: float) -> int:
@@ -65,12 +78,16 @@ def _half_unit(decimals: int) -> float:
     return 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-12
 
 
-def right_to_decimals(answer: np.ndarray, reference: np.ndarray, decimals: int) -> bool:
-    """Whether every entry of ``answer`` is the reference rounded to ``decimals`` (within half a unit)."""
+def right_to_decimals(answer: np.ndarray, reference: np.ndarray, decimals: int | None = None) -> bool:
+    """Whether every entry of ``answer`` is the reference rounded to the decimals it gives (within half
+    a unit of its last decimal: ``14`` for 14.22, ``0.4`` for 0.444), or to ``decimals`` if given."""
     a, r = np.asarray(answer, dtype=np.float64), np.asarray(reference, dtype=np.float64)
     if a.shape != r.shape or not np.isfinite(a).all():
         return False
-    return bool(np.all(np.abs(a - r) <= _half_unit(decimals)))
+    each = entry_decimals(a) if decimals is None else np.full(a.shape, decimals)
+    if each is None:
+        return False
+    return bool(np.all(np.abs(a - r) <= 0.5 * 10.0**-each.astype(float) * (1 + 1e-9) + 1e-12))
 
 
 def precision_radius(decimals: int | None) -> float:

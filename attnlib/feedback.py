@@ -34,7 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from attnlib.diagnosis import given_decimals, locate, precision_radius, required_decimals, right_to_decimals
+from attnlib.diagnosis import (
+    entry_decimals,
+    given_decimals,
+    locate,
+    precision_radius,
+    required_decimals,
+    right_to_decimals,
+)
 from attnlib.exercises import (
     EXERCISES,
     Exercise,
@@ -326,6 +333,8 @@ def _entry_name(ex: Exercise, idx: tuple[int, ...]) -> str:
 
 
 def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedback:
+    """No named mistake: how many entries are off, and a hint that locates them (at the answer's own
+    precision when it is rounded)."""
     a64, r64 = arr.astype(np.float64), ref.astype(np.float64)
     diff = np.abs(a64 - r64)
     tol = 0 if ex.kind == "integer" else ex.atol
@@ -339,9 +348,13 @@ def _generic(ex: Exercise, arr: np.ndarray, ref: np.ndarray, note: str) -> Feedb
     text = f"{lead}."
     if note:
         text = f"{note} {text}"
-    where = locate(a64, r64, tol=tol, names=ex.names, stages=ex.stages() if ex.stages else None, row=ex.row,
-                   sibling=_earlier_stage(ex))
-    return Feedback(ex.label, "incorrect", text, None, (where + " " if where else "Recompute step by step; ")
+    decimals = given_decimals(a64) if ex.kind == "real" else None
+    at_own = decimals is not None and 1 <= decimals < required_decimals(ex.atol)
+    where = locate(a64, r64, tol=precision_radius(decimals) if at_own else tol, names=ex.names,
+                   stages=ex.stages() if ex.stages else None, row=ex.row, sibling=_earlier_stage(ex))
+    if where and at_own:
+        where = f"At the {decimals} decimals you give: {where[0].lower()}{where[1:]}"
+    return Feedback(ex.label, "incorrect", text, None, (where + " " if where else "Recompute step by step. ")
                     + f"The answer is checked {ex.tolerance}.")
 
 
@@ -368,20 +381,24 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
     finite = np.isfinite(arr.astype(np.float64)).all()
     if arr.shape == ref.shape and finite and _close(ex, arr, ref, ex.atol):
         return Feedback(ex.label, "correct", (note + " " if note else "") + f"Checked {ex.tolerance}.")
-    # Read at its own precision: the reference rounded to fewer decimals than the check asks is right so far.
-    # (whole numbers are not read as a precision: [0, 1, 0] is not "right to 0 decimals")
+    # Read at its own precision: the reference rounded to fewer decimals than the check asks is right so far,
+    # each entry at the decimals it gives ([14, 0.44] for [14.22, 0.444]). Whole numbers alone are not read
+    # as a precision: [0, 1, 0] is not "right to 0 decimals".
     decimals = given_decimals(arr) if ex.kind == "real" and finite else None
+    each = entry_decimals(arr) if decimals is not None else None
     wanted = required_decimals(ex.atol)
-    rounded = decimals is not None and 1 <= decimals < wanted
-    if rounded and arr.shape == ref.shape and right_to_decimals(arr, ref, decimals):
-        unit = "decimal" if decimals == 1 else "decimals"
+    rounded = decimals is not None and decimals >= 1 and each is not None and int(each.min()) < wanted
+    if rounded and arr.shape == ref.shape and right_to_decimals(arr, ref):
+        if decimals < wanted:  # (0.3 may be 0.30: an answer's precision is that of its longest entry)
+            said = f"Right to {decimals} decimal{'' if decimals == 1 else 's'}"
+        else:
+            said = "Right to the decimals each entry gives, but some give fewer"
         return Feedback(ex.label, "imprecise", (note + " " if note else "") +
-                        f"Right to {decimals} {unit}; this check wants {wanted} "
-                        f"(within {_fmt_num(ex.atol)}).",
+                        f"{said}; this check wants {wanted} in every entry (within {_fmt_num(ex.atol)}).",
                         None, f"Keep {wanted} decimals or more, in the intermediate steps too.")
     # a recomputed wrong answer, first in priority order, compared in the answer's own shape; named only
     # if the answer is closer to it than to the right answer, at the answer's own precision
-    spread = precision_radius(decimals if rounded else None)
+    spread = precision_radius(decimals if rounded and decimals < wanted else None)
     for key, cand in wrong + _pairs(ex, wrong, ref):
         cand_arr, cand_note = arr, note
         if cand_arr.shape != cand.shape and cand_arr.size == cand.size and \

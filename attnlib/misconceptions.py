@@ -43,7 +43,7 @@ class Misconception:
     hint : str
         What to do instead.
     forms : tuple of str
-        The answer forms (:attr:`attnlib.exercises.Exercise.form`) the mistake can be made in: every
+        The answer forms (``Exercise.form`` in :mod:`attnlib.exercises`) the mistake can be made in: every
         exercise of such a form names it (or says in :data:`attnlib.exercises.NOT_APPLICABLE` why it
         cannot be made there). Empty for a mistake of one exercise's own setup, and for the mistakes
         of attention stages, which one generator (:func:`attention_misconceptions`) gives every
@@ -495,6 +495,8 @@ def _attention_candidates(
         e = np.where(allowed, e, 0.0)
     if what == "weights":
         out.append(("not-normalised", e))
+        if Q.shape[0] == n_k:  # a column read as a row: the weights the keys would get, one row per key
+            out.append(("weights-transposed", _attend(Q, K, V, scale=right, allowed=allowed)["weights"].T))
     else:
         out.append(("not-normalised", e @ V))
         ref_w = _attend(Q, K, V, scale=right, allowed=allowed)["weights"]

@@ -275,8 +275,8 @@ def _check_trace(trace: Any) -> AttentionTrace:
     return trace
 
 
-#: Relative tolerance under which two weights of a row count as tied: equal up to rounding, i.e. their
-#: scaled scores differ by less than about 1e-9 (a one-ulp change of a score or of ``exp`` stays far below).
+#: The relative tolerance under which two weights of a row count as tied, equal up to rounding (their
+#: scaled scores differ by less than about 1e-9; a one-ulp change of a score or of ``exp`` stays far below).
 TIE_RTOL = 1e-9
 
 
