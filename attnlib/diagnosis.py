@@ -134,11 +134,16 @@ def _weights_row_stage(a: np.ndarray, stages: dict[str, Any], row: int, tol: flo
         factor = float(sc @ lc / (sc @ sc))
         if np.max(np.abs(lc - factor * sc)) <= 0.02 and factor > 0:
             right = float(np.ptp(z) / np.ptp(s))
-            if not math.isclose(factor, right, rel_tol=0.02):
-                return ("Your weights are a softmax of this row's raw scores times one factor, so the scores "
-                        "are right; the factor is not the exercise's: the scaling is the first step to redo.")
-            return ("Your weights have the right ratios but not the right size: the division by the row's "
-                    "sum is the step to redo.")
+            if math.isclose(factor, right, rel_tol=0.02):
+                return ("Your method looks right: your weights are a softmax of this row's scores with "
+                        "(nearly) the right factor. The difference comes from rounding on the way (of √d_k, "
+                        "of e^x or of the sum): keep 4 decimals in every intermediate step.")
+            if math.isclose(factor, right, rel_tol=0.1):
+                return ("Your weights are a softmax of this row's raw scores with a factor a little off the "
+                        "exercise's: if you used the right one, rounding √d_k or e^x on the way is the "
+                        "likely cause; keep 4 decimals in every intermediate step.")
+            return ("Your weights are a softmax of this row's raw scores times one factor, so the scores "
+                    "are right; the factor is not the exercise's: the scaling is the first step to redo.")
     shift = logs - z
     log_tol = max(0.02, 4 * tol / max(ref[live].min(), 1e-3))  # a weight's tolerance, in log space
     bad = np.flatnonzero(live)[np.abs(shift - np.median(shift)) > log_tol]
@@ -163,9 +168,10 @@ def _output_row_stage(
                 "the first stage to recompute.")
     off = np.flatnonzero(_off(a, np.asarray(stages["output"])[row], tol))
     where = _listing([f"d{j}" for j in off])
-    check_w = f" (check them with check({weights_label!r}, ...))" if weights_label else ""
-    return (f"Entries {where} are off. If your weights are right{check_w}, the product A V is the step to "
-            "redo: entry d_j sums weight × value over the keys, in column j of V.")
+    check_w = (f"with check({weights_label!r}, ...)" if weights_label else
+               "(each row sums to 1, a masked key gets 0)")
+    return (f"Entries {where} are off. Check the row's weights first {check_w}; if they are right, the "
+            "product A V is the step to redo: entry d_j sums weight × value over the keys, in column j of V.")
 
 
 def locate(

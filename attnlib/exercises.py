@@ -87,6 +87,9 @@ class Exercise:
         ...). The mistakes of one form are shared: every exercise of a form is given the form's
         generic wrong answers (:func:`form_mistakes`), and a test holds that a mistake one exercise of a
         form names, every other exercise of that form names too where it applies.
+    also_right : callable
+        For masks: ``also_right()`` lists masks that are right too (hiding the padded queries' rows as
+        well as the padded keys: attnlib gives such an empty row zero weights).
     stages : callable, optional
         For an answer that is one stage of an attention call: ``stages()`` returns the stage
         (``what``), the full ``scores``, ``scaled``, ``weights``, ``output``, ``V`` and ``tokens``, so
@@ -111,6 +114,7 @@ class Exercise:
     judge: Callable[[np.ndarray], tuple[bool, str | None, str]] | None = field(default=None, repr=False)
     form: str = ""
     stages: Callable[[], dict[str, Any]] | None = field(default=None, repr=False)
+    also_right: Callable[[], list[np.ndarray]] = field(default=list, repr=False)
 
     def all_wrong_answers(self) -> Candidates:
         """The exercise's own wrong answers, then its form's generic ones (:func:`form_mistakes`)."""
@@ -163,6 +167,7 @@ def _bytes_form_mistakes(ref: np.ndarray, itemsize: int) -> Candidates:
     for size, key in ((4, "bytes-float32"), (8, "bytes-float64"), (2, "bytes-16bit")):
         if size != itemsize:
             out.append((key, ref * size / itemsize))
+    out.append(("bytes-elements", ref / itemsize))
     for unit in (2**20, 2**30, 10**6, 10**9):
         out.append(("bytes-units", ref / unit))
     for units in ((2**20, 2**30, 2**40), (10**6, 10**9, 10**12)):  # binary, then decimal
@@ -184,11 +189,16 @@ def form_mistakes(ex: Exercise, own: Candidates) -> Candidates:
     ['mask-transposed', 'mask-diagonal-excluded', 'mask-one-ahead']
     """
     ref = np.asarray(ex.reference())
+    generic: Candidates = []
+    if ex.names is not None and ex.kind in ("real", "integer") and ref.ndim >= 1 and len(ref) >= 2:
+        generic.append(("order-swapped", ref[::-1]))  # the entries in the reverse order
+        if ref.ndim == 2 and ref.shape[1] == 2:
+            generic.append(("order-swapped", ref[:, ::-1]))  # pairs given the other way round
     if ex.form == "mask":
-        generic = _mask_form_mistakes(np.broadcast_to(ref, ex.mask_shape) if ex.mask_shape else ref)
+        generic += _mask_form_mistakes(np.broadcast_to(ref, ex.mask_shape) if ex.mask_shape else ref)
     elif ex.form == "bytes":
-        generic = _bytes_form_mistakes(ref, int(ex.context().get("itemsize", 2)))
-    else:
+        generic += _bytes_form_mistakes(ref, int(ex.context().get("itemsize", 2)))
+    if not generic:
         return []
     seen = [np.asarray(a) for _, a in own] + [ref]
 
@@ -318,7 +328,8 @@ def _attention_exercise(
         Q, K, V, _, m = parts()
         cands = _attention_candidates(Q, K, V, what=what, scale=scale, causal=causal,
                                       mask=None if causal else m)
-        out = [(key, pick(arr)) for key, arr in cands]
+        # a transformed answer (a change, a sum) is not a weight matrix: its messages would not fit it
+        out = [(key, pick(arr)) for key, arr in cands if not (transform and key == "weights-transposed")]
         return (extra() if extra else []) + out  # the exercise's own mistakes are the more specific
 
     def context() -> dict[str, Any]:
@@ -628,7 +639,8 @@ _register(_scalar_exercise(
     lambda: [("sigma-ignored", 1 / math.sqrt(_stats.dot_product_variance(_SIGMA["d_k"]))),
              ("sigma-d_k", _sigma_alpha() / math.sqrt(_SIGMA["d_k"])),
              ("sigma-variances", math.sqrt(_SIGMA["d_k"]) / _stats.dot_product_variance(**_SIGMA)),
-             ("sigma-multiplied", _SIGMA["sigma_q"] * _SIGMA["sigma_k"] / math.sqrt(_SIGMA["d_k"]))],
+             ("sigma-multiplied", _SIGMA["sigma_q"] * _SIGMA["sigma_k"] / math.sqrt(_SIGMA["d_k"])),
+             ("abc-divisor", 1 / _sigma_alpha())],
     form="variance",
 ))
 
@@ -664,8 +676,10 @@ def _double_v_change(weights: np.ndarray) -> np.ndarray:
 def _double_v_extra() -> Candidates:
     Q, K, _, tokens = _cat()
     new = trace_attention(Q, K, _v_doubled(), tokens=tokens)
+    old = trace_attention(Q, K, _cat()[2], tokens=tokens)
     return [("change-not-new", new.output),
-            ("change-contribution", new.weights[:, 1:2] * _v_doubled()[1])]
+            ("change-contribution", new.weights[:, 1:2] * _v_doubled()[1]),
+            ("change-sign", old.output - new.output)]
 
 
 _register(_attention_exercise(
@@ -779,7 +793,7 @@ _register(_attention_exercise(
     "worked-ex-abc-check:output", "04_worked_examples",
     "Query A's output in A/B/C, from Q, K and V.",
     "2 numbers: A's output row (the whole 3 × 2 output is accepted too).",
-    _abc, "output", row=0,
+    _abc, "output", row=0, extra=lambda: [("abc-stated", np.array(_ABC_STATED_OUT))],
 ))
 
 
@@ -816,7 +830,8 @@ def _pad_causal(
     C = causal_mask(n)  # (n, n)
     out = {"reference": P & C, "mask-causal-only": np.broadcast_to(C, (P.shape[0],) + (1,) * heads + (n, n)),
            "mask-padding-only": P, "mask-or": P | C,
-           "mask-padding-queries": np.swapaxes(P, -1, -2) & C}
+           # hiding the padded queries' rows as well: empty rows, zero weights in attnlib (chapter 7)
+           "also-right": P & C & np.swapaxes(P, -1, -2)}
     for key, m in _causal_variants(n):
         out[key] = P & m
     if heads:
@@ -833,13 +848,23 @@ def _other_lengths() -> Candidates:
 
 def _mask_exercise(label: str, chapter: str, prompt: str, answer_form: str, make: Callable[[], dict],
                    shape: tuple[int, ...], extra: Callable[[], Candidates] | None = None) -> Exercise:
-    """A mask exercise: ``make()`` returns the reference and the misreadings by misconception key."""
+    """A mask exercise: ``make()`` returns the reference, the misreadings by misconception key and, under
+    ``"also-right"``, a mask that is right as well (it hides the padded queries' rows too)."""
+
+    def also_right() -> list[np.ndarray]:
+        m = make()
+        return [m["also-right"]] if "also-right" in m else []
+
+    def wrong_answers() -> Candidates:
+        right = [np.broadcast_to(a, shape) for a in also_right()]
+        return [(k, v) for k, v in [*make().items(), *(extra() if extra else [])]
+                if k not in ("reference", "also-right")
+                and not any(np.array_equal(np.broadcast_to(v, shape), r) for r in right)]
+
     return Exercise(
         label=label, chapter=chapter, prompt=prompt, answer_form=answer_form, tolerance=_MASK, kind="mask",
-        reference=lambda: make()["reference"],
-        wrong_answers=lambda: [(k, v) for k, v in make().items() if k != "reference"]
-        + (extra() if extra else []),
-        mask_shape=shape, form="mask",
+        reference=lambda: make()["reference"], wrong_answers=wrong_answers,
+        mask_shape=shape, form="mask", also_right=also_right,
     )
 
 
@@ -1084,7 +1109,8 @@ _register(_scalar_exercise(
     "The number of parameters of the layer split into H = 4 heads of d_head = 1.",
     "1 whole number.",
     lambda: _four_heads()[0].n_params,
-    lambda: [("heads-per-head-params", _four_heads()[0].n_params // 4)],
+    lambda: [("heads-per-head-params", _four_heads()[0].n_params // 4),
+             ("params-no-w_o", _four_heads()[0].n_params * 3 // 4)],
     kind="integer",
 ))
 _four_heads_ex = _scalar_exercise(
@@ -1145,7 +1171,8 @@ _register(_scalar_exercise(
     "1 whole number.",
     _window_pairs,
     lambda: [("pairs-2n", 2 * len(_examples.cat_sat_on_mat().tokens)),
-             ("window-symmetric", int(_window_masks()["window-symmetric"].sum()))],
+             ("window-symmetric", int(_window_masks()["window-symmetric"].sum())),
+             ("window-off-by-one", int(_window_masks()["window-off-by-one"].sum()))],
     kind="integer",
 ))
 

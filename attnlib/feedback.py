@@ -302,9 +302,20 @@ def _named(ex: Exercise, key: str, answer: np.ndarray | None, extra: str = "") -
         hints.append(_fill(m.hint, ctx))
     text = " Also: ".join(texts) if len(keys) == 1 else \
         "Your answer shows two slips at once. " + " And: ".join(texts)
+    if ex.stages is not None and key in _SCALE_KEYS:
+        # a row whose scaled scores take two values has one degree of freedom: any slip in it gives the
+        # weights of some factor, so the name is a likely reading, not a certainty
+        row = np.asarray(ex.stages()["scaled"])
+        rows = [row[ex.row]] if ex.row is not None else list(row)
+        if any(len(np.unique(np.round(r[np.isfinite(r)], 9))) <= 2 for r in rows):
+            text += (" (In this row only two different scores occur, so another slip can give the same "
+                     "numbers: if you did use 1/√d_k, recheck the scores instead.)")
     if extra:
         text = f"{extra} {text}"
     return Feedback(ex.label, "incorrect", text, keys[0], " ".join(hints), tuple(keys[1:]))
+
+
+_SCALE_KEYS = ("scale-d_k", "no-scale", "scale-sqrt-n", "scale-kept")
 
 
 def _pairs(
@@ -429,8 +440,8 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
                          f"finite number.{hint}")
     if ex.rows_sum_to_one:
         rows = a64.sum(axis=-1)
-        # a row rounded to few decimals sums to 1 only within its entries' rounding
-        sum_tol = max(2 * ex.atol, a64.shape[-1] * spread)
+        # a row of entries each within the tolerance (or rounded) sums to 1 only within all their errors
+        sum_tol = a64.shape[-1] * max(ex.atol, spread) * (1 + 1e-9)
         if a64.ndim == 2 and a64.shape == ref.T.shape and _close(ex, arr, ref.T, ex.atol) and \
                 not _close(ex, ref, ref.T, ex.atol):
             return _named(ex, "weights-transposed", given, note)
@@ -438,7 +449,15 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
                 np.allclose(a64.sum(axis=0), 1, atol=sum_tol):
             return _named(ex, "wrong-axis", given, note)
         if not np.allclose(rows, 1, atol=sum_tol):
-            return _named(ex, "not-normalised", a64, note)
+            # named only when dividing each row by its sum gives the right weights: then the division is
+            # the one thing wrong; otherwise the sums are one more symptom, said alongside the location
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rescaled = a64 / rows[..., None]
+            close = _close(ex, rescaled, ref.astype(np.float64), 2 * max(ex.atol, spread))
+            if np.isfinite(rescaled).all() and close:
+                return _named(ex, "not-normalised", a64, note)
+            sums = _fmt_vector(np.round(rows, 4))
+            note = (note + " " if note else "") + f"Your weights sum to {sums}; a query's weights sum to 1."
     return _generic(ex, arr, ref, note)
 
 
@@ -458,6 +477,11 @@ def _judge_mask(ex: Exercise, arr: np.ndarray) -> Feedback:
     if np.array_equal(got, ref):
         return Feedback(ex.label, "correct", f"Your mask of shape {_fmt_shape(allowed.shape)} allows exactly "
                         "the right pairs.")
+    if any(np.array_equal(got, np.broadcast_to(m, shape)) for m in ex.also_right()):
+        return Feedback(ex.label, "correct",
+                        f"Your mask of shape {_fmt_shape(allowed.shape)} is right. It also hides the rows of "
+                        "the padded queries, which is not needed but does no harm: attnlib (and PyTorch 2.5 "
+                        "and later) gives an empty row zero weights and a zero output.")
     for key, cand in ex.all_wrong_answers():
         if _distinguishable(ex, np.asarray(cand), ref) and np.array_equal(got, np.broadcast_to(cand, shape)):
             return _named(ex, key, None)

@@ -94,8 +94,8 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "of K.",
        "Use Q @ K.T."),
     _M("scores-transposed", "queries and keys swapped (K Qᵀ)",
-       "Row i of the scores belongs to query i: S = Q Kᵀ. Your matrix is its transpose, K Qᵀ, with one "
-       "row per key.",
+       "Row i of the scores belongs to query i: S = Q Kᵀ. Your numbers come from its transpose, K Qᵀ, "
+       "with one row per key.",
        "Use Q @ K.T (or transpose your matrix)."),
     _M("no-max-subtraction", "no max subtraction (overflow)",
        "Your answer holds NaN where a stable softmax gives numbers: exp of a large score overflows to "
@@ -113,7 +113,7 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("mask-flipped", "causal mask flipped (upper instead of lower triangle)",
        "A causal mask lets query i see the keys j ≤ i: the lower triangle with the diagonal. Yours "
        "allows j ≥ i, the future instead of the past.",
-       "Use causal_mask(n) (np.tri(n, dtype=bool)) or transpose your mask."),
+       "Transpose your mask: row i allows the keys j ≤ i."),
     _M("mask-inverted", "mask inverted: True where a pair is forbidden",
        "Every entry of your mask is the opposite of the expected one: you marked the pairs that are "
        "forbidden. In attnlib (and in PyTorch's boolean attn_mask) True means the query may attend to "
@@ -123,12 +123,11 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("mask-diagonal-excluded", "mask shifted by one: the diagonal excluded",
        "Each token may attend to itself, so key i is allowed for query i. Your mask leaves out the "
        "diagonal (j = i); in a causal mask that leaves the first token nothing to attend to.",
-       "Keep the diagonal: a causal mask is np.tri(n, dtype=bool), not np.tri(n, k=-1).", ("mask",)),
+       "Keep the diagonal: query i may see key i.", ("mask",)),
     _M("mask-one-ahead", "mask shifted by one: one future key allowed",
        "Your mask also allows j = i + 1: every token sees the next one, which a model that predicts the "
        "next token must not.",
-       "Allow no key after the query: a causal mask is np.tri(n, dtype=bool), not np.tri(n, k=1).",
-       ("mask",)),
+       "Allow no key after the query: j ≤ i.", ("mask",)),
     _M("mask-transposed", "mask transposed: rows are keys",
        "Row i of a mask belongs to query i and says which keys it may see; your mask is the transpose, "
        "with one row per key.",
@@ -206,12 +205,13 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Take the square root of d_k."),
     _M("sigma-ignored", "components taken to have variance 1",
        "Your numbers hold for components of q and k of variance 1, where Var(q·k) = d_k and 1/√d_k makes "
-       "the scaled score's variance 1. Here the components have other variances σ_q² and σ_k², and "
-       "Var(q·k) = d_k σ_q² σ_k².",
-       "Work out the variance of one component of q and of k first.", ("variance",)),
+       "the scaled score's variance 1. Here the components have other variances.",
+       "Work out the variance of one component of q and of k first, then of one product q_t k_t.",
+       ("variance",)),
     _M("sigma-variances", "variances instead of standard deviations",
-       "Var(α q·k) = α² d_k σ_q² σ_k²: α must cancel a square root of that.",
-       "α = 1 / (σ_q σ_k √d_k)."),
+       "Your α divides by variances where standard deviations belong: a factor α multiplies a variance by "
+       "α², so to bring a variance to 1 it must undo a standard deviation.",
+       "Redo the last step with square roots: what must α² times the variance of q·k be?"),
     _M("sigma-multiplied", "multiplied by σ_q σ_k",
        "Larger components make the scores larger, so the factor must shrink them, not grow them.",
        "Redo the variance of α q·k with your α and compare it with 1."),
@@ -239,11 +239,24 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("abc-trace-scale", "the scale of the trace",
        "1/√d_k = 1/√2 is the scale that produced the trace, which the sentence does not match.",
        "Try the other scales and compare all five numbers, rounded to two decimals."),
-    _M("abc-divisor", "the divisor instead of the scale",
-       "The scale multiplies the scores; you gave the number they are divided by.",
+    _M("abc-divisor", "the divisor instead of the factor",
+       "The factor multiplies the scores; you gave the number they are divided by.",
        "Give α as a factor, e.g. 0.5 for a division by 2."),
-    _M("abc-stated", "the sentence's weights",
-       "These are the numbers the sentence states; the question asks for the weights Q, K and V give.",
+    _M("change-sign", "old minus new",
+       "Your numbers are the change with its sign flipped: O − O' instead of O' − O.",
+       "Subtract the old outputs from the new ones."),
+    _M("bytes-elements", "numbers, not bytes",
+       "Your numbers count the entries; each entry of a 16-bit format takes 2 bytes.",
+       "Multiply the number of entries by the bytes per entry.", ("bytes",)),
+    _M("params-no-w_o", "W_O left out",
+       "A multi-head layer has four matrices: W_Q, W_K, W_V and the output projection W_O that mixes the "
+       "concatenated heads.",
+       "Count the entries of all four matrices."),
+    _M("order-swapped", "the right numbers in the wrong order",
+       "Your numbers are right, but in another order than the answer asks for.",
+       "Check the order the exercise gives for the answer."),
+    _M("abc-stated", "the sentence's numbers",
+       "These are the numbers the sentence states; the question asks for the numbers Q, K and V give.",
        "Compute them with trace_attention."),
     _M("overflow-off-by-one", "the last x that does not overflow",
        "At your x, e^x is still a finite float16 number; the question asks for the first whole x at "
@@ -298,9 +311,8 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Each of the 80 layers has its own cache and its own score matrices.",
        "Multiply by the number of layers.", ("bytes",)),
     _M("blocks-missing-arrays", "not every array counted",
-       "A step holds the b × b tile of scores and b rows each of Q, K and V; b = 256 fits only if one "
-       "of them is left out.",
-       "Count 4 · (b² + 3·b·d) bytes."),
+       "Your b fits only if one of the arrays a step holds is left out.",
+       "List every array one step of tiled attention holds, with its shape, before counting bytes."),
     _M("blocks-float64", "8 bytes per number",
        "The exercise counts float32 numbers, 4 bytes each.",
        "Count 4 · (b² + 3·b·d) bytes."),
@@ -317,19 +329,16 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("mask-or", "| instead of &",
        "A pair is allowed only if both masks allow it: logical and, not or.",
        "Use P & causal_mask(n)."),
-    _M("mask-padding-queries", "padding applied to the queries",
-       "The padding mask hides padded keys (columns); yours hides padded queries (rows).",
-       "Broadcast the padding over the queries: shape (batch, 1, n_k)."),
     _M("mask-batch-as-heads", "batch axis lined up with the heads",
        "Your mask has the shape (B, n, n) = (2, 5, 5). Broadcast against (B, H, n, n), its first axis "
        "lines up with the heads, not with the batch, so each head gets the other sentence's mask.",
        "Insert a head axis: padding_mask(...)[:, None] has shape (B, 1, 1, n)."),
     _M("window-off-by-one", "window one too wide",
        "With w = 2 a token sees itself and the one before it; yours sees two before it.",
-       "causal_mask(n) & ~np.tri(n, n, -2, dtype=bool)."),
+       "Allow only the keys j = i − 1 and j = i."),
     _M("window-diagonal", "window of 1",
        "Your mask lets each token see only itself; w = 2 adds the token before it.",
-       "causal_mask(n) & ~np.tri(n, n, -2, dtype=bool)."),
+       "Allow the key j = i − 1 as well."),
     _M("window-symmetric", "band not causal",
        "Your band also allows the next token (|i − j| ≤ 1); a sliding window here is causal.",
        "Keep j ≤ i."),
@@ -476,6 +485,8 @@ def _attention_candidates(
     if what == "scaled":
         return out
     add("wrong-axis", axis=0)
+    if Q.shape == K.shape:  # K Qᵀ has the shape of Q Kᵀ: its rows softmaxed
+        out.append(("scores-transposed", _attend(K, Q, V, scale=right, allowed=allowed)[what]))
     add("no-max-subtraction", stable=False)
     if allowed is not None:
         add("no-mask", allowed=None)

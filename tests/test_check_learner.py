@@ -81,6 +81,26 @@ TABLE = [
     ("beyond-ex-window:mask", np.eye(5, dtype=bool) | np.eye(5, k=1, dtype=bool), "incorrect",
      "window-flipped", ()),
     ("beyond-ex-window:mask", np.eye(5, k=-1, dtype=bool), "incorrect", "mask-diagonal-excluded", ()),
+    # hiding the padded queries' rows too is right (empty rows get zero weights); for a causal mask with
+    # padding on the right it is the same mask as the padding put on the queries alone
+    ("beyond-ex-pad-causal", np.swapaxes(attnlib.padding_mask([2, 5], 5), 1, 2) & np.tri(5, dtype=bool),
+     "correct", None, ()),
+    ("impl-ex-mask", attnlib.padding_mask([5, 3], 5)[:, None] & np.tri(5, dtype=bool)
+     & np.swapaxes(attnlib.padding_mask([5, 3], 5)[:, None], -1, -2), "correct", None, ()),
+    # a learner's slips that are not a method mistake: told where, never "not normalised"
+    ("worked-ex-mat:weights", [0.189, 0.189, 0.198, 0.189, 0.243], "incorrect", None, ()),  # one miscopied
+    ("cat-sits-weights", [[0.6713, 0.3287], [0.5, 0.5]], "incorrect", None, ()),  # √2 taken as 1.4
+    # mistakes named across exercises
+    ("attention-weights", np.round(_softmax(CAT.K @ CAT.Q.T / 2), 3), "incorrect", "scores-transposed", ()),
+    ("worked-ex-double-v", -np.asarray(exercise("worked-ex-double-v").reference()), "incorrect",
+     "change-sign", ()),
+    ("cx-ex-llama-scores", [2**24, 2**30, 80 * 2**30], "incorrect", "bytes-elements", ()),
+    ("beyond-ex-four-heads:params", 60, "incorrect", "params-no-w_o", ()),
+    ("why-ex-margin", [9.10, 4.39], "incorrect", "order-swapped", ()),
+    ("cx-ex-kv-memory", [10 * 2**30, 1.25 * 2**30], "incorrect", "order-swapped", ()),
+    ("sc-ex-sigma", 12, "incorrect", "abc-divisor", ()),
+    ("worked-ex-abc-check:output", [0.52, 0.48], "incorrect", "abc-stated", ()),
+    ("beyond-ex-window:pairs", 12, "incorrect", "window-off-by-one", ()),
     # the online softmax of chapter 6
     ("cx-ex-online", [[1000, 1], [1002, 1.135], [1002, 1.185], [1002, 1.553]], "correct", None, ()),
     ("cx-ex-online", [[1000, 1], [1002, 1.14], [1002, 1.19], [1002, 1.55]], "imprecise", None, ()),
@@ -252,3 +272,14 @@ def test_a_rounded_wrong_answer_is_located_at_its_own_precision():
     fb = check("softmax-stable", [0.03, 0.64, 0.01, 0.24])
     assert fb.status == "incorrect" and fb.misconception is None
     assert "At the 2 decimals you give" in fb.hint and "entry 0 and entry 2" in fb.hint
+
+
+def test_a_right_method_with_rounded_steps_is_told_so_not_a_wrong_step():
+    """√2 taken as 1.4 in "Cat sits": the rows still sum to 1 and the method is right."""
+    fb = check("cat-sits-weights", [[0.6713, 0.3287], [0.5, 0.5]])
+    assert "method looks right" in fb.hint and "rounding" in fb.hint and "division" not in fb.hint
+
+
+def test_a_miscopied_weight_is_located_and_its_sum_said_not_named_a_method_mistake():
+    fb = check("worked-ex-mat:weights", [0.189, 0.189, 0.198, 0.189, 0.243])
+    assert fb.misconception is None and "sum to [1.008]" in fb.message and "'sat'" in fb.hint

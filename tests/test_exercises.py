@@ -292,7 +292,6 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("beyond-ex-pad-causal", "mask-causal-only", attnlib.causal_mask(5)),
         ("beyond-ex-pad-causal", "mask-padding-only", P),
         ("beyond-ex-pad-causal", "mask-or", P | tri),
-        ("beyond-ex-pad-causal", "mask-padding-queries", np.swapaxes(P, 1, 2) & tri),
         ("beyond-ex-pad-causal", "mask-one-ahead", P & np.tri(5, k=1, dtype=bool)),
         ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 2], 5) & tri),
         ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 3], 5) & tri),  # chapter 5's
