@@ -307,7 +307,7 @@ def _named(ex: Exercise, key: str, answer: np.ndarray | None, extra: str = "") -
         # weights of some factor, so the name is a likely reading, not a certainty
         row = np.asarray(ex.stages()["scaled"])
         rows = [row[ex.row]] if ex.row is not None else list(row)
-        if any(len(np.unique(np.round(r[np.isfinite(r)], 9))) <= 2 for r in rows):
+        if all(len(np.unique(np.round(r[np.isfinite(r)], 9))) <= 2 for r in rows):
             text += (" (In this row only two different scores occur, so another slip can give the same "
                      "numbers: if you did use 1/√d_k, recheck the scores instead.)")
     if extra:
