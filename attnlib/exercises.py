@@ -1069,7 +1069,7 @@ _register(_scalar_exercise(
              ("online-no-max", _online_states(subtract=False)),
              ("online-m-fixed", _online_states(max_of="first")),
              ("online-final-max", _online_states(max_of="final"))],
-    names=("key 0", "key 1", "key 2", "key 3"),
+    names=("after the 1st key", "after the 2nd key", "after the 3rd key", "after the 4th key"),
 ))
 
 # ---- chapter 7: beyond
