@@ -86,7 +86,7 @@ def test_html_controls_and_a_plot_that_fits_a_phone(
     """Native range inputs with short labels; no Plotly slider, no text box and no fixed width on the page."""
     sf = scaling if make is scaling_explorer else variance
     page = sf.to_html()
-    labels = ["d_k", "t"] if make is scaling_explorer else ["d_k"]
+    labels = ["d_k", "τ"] if make is scaling_explorer else ["d_k"]
     sliders = re.findall(r'<label class="attnlib-control-label" for="[^"]+">([^<]+)</label>'
                          r'<input type="range" id="[^"]+" data-control="(\d)" min="0" max="(\d+)"', page)
     steps = [len(s.steps) for s in sf.fig.layout.sliders]
@@ -240,8 +240,8 @@ def test_other_arguments() -> None:
         ({"d_ks": (1, 2048)}, ValueError, "d_ks must not exceed 1024"),
         ({"d_ks": (0, 2)}, ValueError, "each d_k must be positive"),
         ({"d_ks": 64}, TypeError, "d_ks must be a sequence"),
-        ({"factors": (0.0, 1.5)}, ValueError, r"each factor t must lie in \[0, 1\]"),
-        ({"factors": (0.0, float("nan"))}, ValueError, "each factor t must lie"),
+        ({"factors": (0.0, 1.5)}, ValueError, r"each factor τ must lie in \[0, 1\]"),
+        ({"factors": (0.0, float("nan"))}, ValueError, "each factor τ must lie"),
         ({"factors": (1.0, 0.0)}, ValueError, "factors must be strictly increasing"),
         ({"factors": (0.0, True)}, TypeError, "each factor must be a real number"),
         ({"factors": "01"}, TypeError, "factors must be a sequence"),

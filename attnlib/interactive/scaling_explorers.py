@@ -46,7 +46,7 @@ __all__ = [
 
 #: Default ``d_k`` of :func:`scaling_explorer`: the powers of 2 from 1 to 1024.
 SCALING_D_KS: tuple[int, ...] = tuple(2**p for p in range(11))
-#: Default exponents ``t`` of the scale ``d_k^(−t/2)`` (``scale_for(d_k, t / 2)``): 0 is raw scores, 1 is
+#: Default exponents ``τ`` of the scale ``d_k^(−τ/2)`` (``scale_for(d_k, τ / 2)``): 0 is raw scores, 1 is
 #: ``1/√d_k``.
 FACTORS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Default ``d_k`` of :func:`variance_explorer`.
@@ -92,7 +92,7 @@ def _check_factors(factors: Any) -> tuple[float, ...]:
             raise TypeError(f"each factor must be a real number; got {type(t).__name__} {t!r}")
         t = float(t)
         if not 0.0 <= t <= 1.0:  # also rejects NaN
-            raise ValueError(f"each factor t must lie in [0, 1] (scale d_k^(-t/2)); got {t}")
+            raise ValueError(f"each factor τ must lie in [0, 1] (scale d_k^(−τ/2)); got {t}")
         out.append(t)
     if len(out) < 2:
         raise ValueError(f"factors must hold at least 2 values for a slider; got {tuple(out)}")
@@ -171,9 +171,9 @@ def scaling_explorer(
     The query and keys are the standard-normal draws of
     :func:`attnlib.interactive.live.scaling_draws` (``seed``): for each ``d_k``
     the first ``d_k`` coordinates, so the row changes smoothly as ``d_k``
-    grows. For each ``d_k`` and each factor ``t`` the weights are
-    ``scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, t / 2))``: scale
-    ``d_k^(−t/2)``, from raw scores (``t = 0``) to ``1/√d_k`` (``t = 1``).
+    grows. For each ``d_k`` and each exponent ``τ`` the weights are
+    ``scaled_dot_product_attention(q, K, V, scale=scale_for(d_k, τ / 2))``: scale
+    ``d_k^(−τ/2)``, from raw scores (``τ = 0``) to ``1/√d_k`` (``τ = 1``).
     Each state says its :func:`~attnlib.stats.max_weight` and
     :func:`~attnlib.stats.entropy` in words, shows the arithmetic line by line
     and holds a table of the scores and weights. All
@@ -189,14 +189,14 @@ def scaling_explorer(
     d_ks : sequence of int
         Strictly increasing, from 1 to 1024, at least 2 values.
     factors : sequence of float
-        Exponents ``t``, strictly increasing in ``[0, 1]``, at least 2 values.
+        Exponents ``τ``, strictly increasing in ``[0, 1]``, at least 2 values.
     div_id : str
         Fixed id of the figure's ``<div>``.
 
     Returns
     -------
     StaticFigure
-        Two controls, ``d_k`` then ``t``. ``fig.data[k]`` is the bar trace of
+        Two controls, ``d_k`` then ``τ``. ``fig.data[k]`` is the bar trace of
         ``d_ks[k]`` (only the chosen one visible). ``fig.layout.sliders[0]``
         chooses ``d_k`` (visibility); ``fig.layout.sliders[1].steps[j]`` sets
         factor ``factors[j]`` for every ``d_k``: ``args[0]["y"][k]`` are the
@@ -281,21 +281,21 @@ def scaling_explorer(
             {"steps": d_k_steps, "active": k0, "x": 0.04, "len": 0.92, "y": -0.2, "yanchor": "top",
              "currentvalue": {"prefix": "d_k = "}, "pad": {"t": 0, "b": 0}, **_SLIDER_STYLE},
             {"steps": factor_steps, "active": j0, "x": 0.04, "len": 0.92, "y": -0.2, "yanchor": "top",
-             "currentvalue": {"prefix": "t = "}, "pad": {"t": 90, "b": 0}, **_SLIDER_STYLE},
+             "currentvalue": {"prefix": "τ = "}, "pad": {"t": 90, "b": 0}, **_SLIDER_STYLE},
         ],
     )
     return StaticFigure(
         fig, div_id=div_id,
-        control_labels=["d_k", "t"],
+        control_labels=["d_k", "τ"],
         states=words,
         caption=(
-            "Choose d_k to widen the query and the keys, and t to go from raw scores (t = 0) to scores "
-            "divided by √d_k (t = 1). Without the division the weights pile onto one key as d_k grows: "
+            "Choose d_k to widen the query and the keys, and τ to go from raw scores (τ = 0) to scores "
+            "divided by √d_k (τ = 1). Without the division the weights pile onto one key as d_k grows: "
             "the largest weight nears 1 and the entropy 0."
         ),
         alt=(
             f"A bar chart of the attention weights of one random query over {n_keys} random keys, for d_k "
-            f"from {d_ks[0]} to {d_ks[-1]} and scale d_k to the power −t/2 for t from {factors[0]:g} to "
+            f"from {d_ks[0]} to {d_ks[-1]} and scale d_k to the power −τ/2 for τ from {factors[0]:g} to "
             f"{factors[-1]:g}; the largest weight is in vermillion. Unscaled, the weights concentrate on "
             "one key as d_k grows; scaled by 1/√d_k they stay spread out."
         ),

@@ -5,7 +5,7 @@ ids. If either figure is missing from the built page these tests FAIL (never ski
 explorer is a broken chapter. Every control is operated with the keyboard alone (``choose``: focus,
 Home, arrow keys). Expected values come from attnlib, never from the page:
 * both figures render with plotly.js from the book, each with its native range inputs;
-* on the scaling explorer, d_k = 512 and then t = 0 (raw scores) makes the plotted max weight
+* on the scaling explorer, d_k = 512 and then τ = 0 (raw scores) makes the plotted max weight
   rise, to the weights attnlib computes, and the shown state (its summary, announced in the live
   region, and its table) says the same numbers; moving d_k again keeps the scores raw (the two
   controls work together);
@@ -109,10 +109,10 @@ def test_switching_scaling_off_at_512_raises_the_max_weight(chapter: tuple[Any, 
     k512, k4 = SCALING_D_KS.index(512), SCALING_D_KS.index(4)
 
     choose(page, SCALING, 0, k512)
-    scaled = _weights(512, None)  # the page starts fully scaled, t = 1
+    scaled = _weights(512, None)  # the page starts fully scaled, τ = 1
     _assert_weights_shown(page, k512, 512, scaled, raw=False)
 
-    choose(page, SCALING, 1, FACTORS.index(0.0))  # t = 0: raw scores
+    choose(page, SCALING, 1, FACTORS.index(0.0))  # τ = 0: raw scores
     raw = _weights(512, 1.0)
     _assert_weights_shown(page, k512, 512, raw, raw=True)
     plotted = page.evaluate(_STATE_JS, SCALING)["y"][k512]
