@@ -17,7 +17,7 @@ help:
 	@echo "make student  the student edition, no solutions: _build/student/html and _build/student/notebooks"
 	@echo "make execute  re-run every notebook in place (refresh the outputs nbval compares), then make edition"
 	@echo "make edition  write the notebook edition (book/notebooks/: runs in Colab or any Jupyter, no MyST)"
-	@echo "make nbval-nudged NB=book/03_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
+	@echo "make nbval-nudged NB=book/04_scaling.ipynb  nbval with random draws and exp, log, ... one ulp off"
 
 # Reinstall only when a requirements file changed.
 $(BIN)/.reader-installed: requirements.txt pyproject.toml
@@ -60,7 +60,7 @@ colab: test-deps
 nbgrader: test-deps
 	$(BIN)/python -m pytest -q tests/test_nbgrader.py
 
-# The notebooks that nbval, nbval-nudged and execute act on (NB=book/03_scaling.ipynb for one).
+# The notebooks that nbval, nbval-nudged and execute act on (NB=book/04_scaling.ipynb for one).
 NB ?= book/*.ipynb
 
 # nbval twice, side by side: as stored, and in a kernel whose random draws and exp/log/tanh/sin/cos results

@@ -5,6 +5,7 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.baselines` – what came before: a toy recurrent encoder and additive (Bahdanau) scoring
 * :mod:`attnlib.core` – ``softmax``, ``scaled_dot_product_attention``, masks
 * :mod:`attnlib.trace` – every intermediate of one attention call, explained
+* :mod:`attnlib.pipeline` – the whole computation in one schematic figure, with its shapes
 * :mod:`attnlib.examples` – the book's fixed examples as data
 * :mod:`attnlib.features` – hand-built, named query/key features for a sentence
 * :mod:`attnlib.stats` – dot-product variance, entropy and max weight, saturation, softmax Jacobian
@@ -40,6 +41,7 @@ from attnlib import (  # noqa: F401
     models,
     multihead,
     naive,
+    pipeline,
     plots,
     positions,
     stats,
@@ -85,16 +87,16 @@ from attnlib.training import (
 )
 
 __all__ = [
-    # computing attention (chapters 1, 2, 5)
+    # computing attention (chapters 1, 2, 6)
     "softmax", "scaled_dot_product_attention", "causal_mask", "padding_mask", "SCALE_RULES", "scale_for",
     "trace_attention", "AttentionTrace", "MultiHeadAttention",
-    # the book's examples (chapters 1, 2, 4)
+    # the book's examples (chapters 1, 2, 3)
     "Example", "cat_sat_on_mat", "three_directions", "cat_sits",
-    # why √d_k (chapter 3)
+    # why √d_k (chapter 4)
     "dot_product_samples", "dot_product_variance", "variance_with_ci", "entropy", "max_weight",
     "saturation_stats", "softmax_jacobian", "jacobian_norm",
     "train_retrieval", "learning_rate_sweep", "nearest_key_accuracy", "identity_form_accuracy",
-    # beyond one call (chapters 5-7)
+    # beyond one call (chapters 6-5)
     "tiled_attention", "KVCache", "incremental_attention",
     # the exercises
     "check",

@@ -49,7 +49,7 @@ class Exercise:
     label : str
         The exercise's label in the book, with ``:part`` when it has several answers.
     chapter : str
-        The notebook it belongs to, e.g. ``"04_worked_examples"``.
+        The notebook it belongs to, e.g. ``"03_worked_examples"``.
     prompt : str
         What the learner computes, in one or two sentences.
     answer_form : str
@@ -185,7 +185,7 @@ def form_mistakes(ex: Exercise, own: Candidates) -> Candidates:
 
     Examples
     --------
-    >>> [k for k, _ in form_mistakes(exercise("beyond-ex-window:mask"), [])]
+    >>> [k for k, _ in form_mistakes(exercise("masks-ex-window:mask"), [])]
     ['mask-transposed', 'mask-diagonal-excluded', 'mask-one-ahead']
     """
     ref = np.asarray(ex.reference())
@@ -592,14 +592,14 @@ _register(_attention_exercise(
     _cat_sits_v_reversed, "output", extra=_agree_extra,
 ))
 
-# ---- chapter 3: scaling
+# ---- chapter 4: scaling
 def _the_unscaled_row(scale: float | None = 1.0) -> np.ndarray:
     Q, K, V, tokens = _cat()
     return trace_attention(Q, K, V, tokens=tokens, scale=scale).weights[0]
 
 
 _register(_attention_exercise(
-    "sc-ex-cat:weights", "03_scaling",
+    "sc-ex-cat:weights", "04_scaling",
     "The weights of the query 'The' in 'The cat sat on mat' without the division by √d_k.",
     "5 numbers: the weights of 'The' on The, cat, sat, on, mat (the whole 5 × 5 matrix is accepted too).",
     _cat, "weights", scale=1.0, row=0,
@@ -613,7 +613,7 @@ def _row_stats(p: np.ndarray, *, bits: bool = False, spectral: bool = False) -> 
 
 
 _register(_scalar_exercise(
-    "sc-ex-cat:stats", "03_scaling",
+    "sc-ex-cat:stats", "04_scaling",
     "For the unscaled row of 'The': its largest weight, its entropy and the Frobenius norm of the softmax "
     "Jacobian.",
     "3 numbers: largest weight, entropy (natural log), ‖J‖_F.",
@@ -632,7 +632,7 @@ def _sigma_alpha() -> float:
 
 
 _register(_scalar_exercise(
-    "sc-ex-sigma", "03_scaling",
+    "sc-ex-sigma", "04_scaling",
     "The factor α that gives α q·k variance 1 for d_k = 64, σ_q = 3, σ_k = 0.5.",
     "1 number: α.",
     _sigma_alpha,
@@ -645,7 +645,7 @@ _register(_scalar_exercise(
 ))
 
 
-# ---- chapter 4: worked examples
+# ---- chapter 3: worked examples
 _MAT = 4
 for _what, _form in (
     ("scores", "5 numbers: the raw scores q_mat · k for the keys The, cat, sat, on, mat"),
@@ -654,7 +654,7 @@ for _what, _form in (
     ("output", "4 numbers: the output row of 'mat'"),
 ):
     _register(_attention_exercise(
-        f"worked-ex-mat:{_what}", "04_worked_examples",
+        f"worked-ex-mat:{_what}", "03_worked_examples",
         f"The {_what} of the row of 'mat' in 'The cat sat on mat', by hand.",
         f"{_form} (the whole 5-row matrix is accepted too).",
         _cat, _what, row=_MAT,
@@ -683,7 +683,7 @@ def _double_v_extra() -> Candidates:
 
 
 _register(_attention_exercise(
-    "worked-ex-double-v", "04_worked_examples",
+    "worked-ex-double-v", "03_worked_examples",
     "How much every output of 'The cat sat on mat' changes when v_cat is doubled to [0, 2, 0, 0].",
     "A 5 × 4 matrix: the change O' − O of every output (new minus old), one row per query.",
     _cat, "weights", transform=_double_v_change, extra=_double_v_extra,
@@ -726,7 +726,7 @@ def _key_on_judge(k_on: np.ndarray) -> tuple[bool, str | None, str]:
 
 
 _register(Exercise(
-    label="worked-ex-key-on", chapter="04_worked_examples",
+    label="worked-ex-key-on", chapter="03_worked_examples",
     prompt="A change of one entry of k_on = [0, 0, 1, 1] that makes 'The' put more weight on 'on' than on "
            "any other token.",
     answer_form="4 numbers: your new k_on (or the whole new 5 × 4 K).",
@@ -737,7 +737,7 @@ _register(Exercise(
     row=3, n_rows=5, judge=_key_on_judge,
 ))
 _register(_attention_exercise(
-    "worked-ex-unscaled", "04_worked_examples",
+    "worked-ex-unscaled", "03_worked_examples",
     "The 5 × 5 weights of 'The cat sat on mat' without the division by √d_k (scale = 1).",
     "A 5 × 5 matrix of weights, one row per query.",
     _cat, "weights", scale=1.0,
@@ -751,7 +751,7 @@ def _rowsum_extra() -> Candidates:
 
 
 _register(_attention_exercise(
-    "worked-ex-rowsum", "04_worked_examples",
+    "worked-ex-rowsum", "03_worked_examples",
     "The sum of the entries of each output row O_i of 'The cat sat on mat'.",
     "5 numbers: the sums of the output rows of The, cat, sat, on, mat.",
     _cat, "output", transform=lambda O: O.sum(axis=-1), extra=_rowsum_extra,
@@ -774,7 +774,7 @@ def _abc_sentence_scale() -> float:
 
 
 _register(_scalar_exercise(
-    "worked-ex-abc-check:scale", "04_worked_examples",
+    "worked-ex-abc-check:scale", "03_worked_examples",
     "Which of the scales 1/√2, 1/2, 1/4 and 1/8, used in place of 1/√d_k, produces all five numbers of "
     "the sentence.",
     "1 number: the scale α, one of the four listed (a factor such as 0.5, not the divisor).",
@@ -784,20 +784,20 @@ _register(_scalar_exercise(
              ("abc-divisor", 1 / _abc_sentence_scale())],
 ))
 _register(_attention_exercise(
-    "worked-ex-abc-check:weights", "04_worked_examples",
+    "worked-ex-abc-check:weights", "03_worked_examples",
     "Query A's weights in A/B/C, from Q, K and V.",
     "3 numbers: A's weights on A, B, C (the whole 3 × 3 matrix is accepted too).",
     _abc, "weights", row=0, extra=lambda: [("abc-stated", np.array(_ABC_STATED_W))],
 ))
 _register(_attention_exercise(
-    "worked-ex-abc-check:output", "04_worked_examples",
+    "worked-ex-abc-check:output", "03_worked_examples",
     "Query A's output in A/B/C, from Q, K and V.",
     "2 numbers: A's output row (the whole 3 × 2 output is accepted too).",
     _abc, "output", row=0, extra=lambda: [("abc-stated", np.array(_ABC_STATED_OUT))],
 ))
 
 
-# ---- chapter 5: implementation
+# ---- chapter 6: implementation
 def _first_nan(dtype: Any) -> int:
     """The smallest integer x for which naive_softmax([x, 0]) in ``dtype`` returns NaN."""
     x = 0
@@ -807,7 +807,7 @@ def _first_nan(dtype: Any) -> int:
 
 
 _register(_scalar_exercise(
-    "impl-ex-overflow", "05_implementation",
+    "impl-ex-overflow", "06_implementation",
     "The smallest integer x for which naive_softmax of the float16 logits [x, 0] returns NaN.",
     "1 whole number: x.",
     lambda: _first_nan(np.float16),
@@ -817,7 +817,7 @@ _register(_scalar_exercise(
 ))
 
 _BATCH_LENGTHS = (5, 3)  # impl-ex-mask: two sentences padded to 5
-_DECODER_LENGTHS = (2, 5)  # beyond-ex-pad-causal: the short sentence first, padded on the right to 5
+_DECODER_LENGTHS = (2, 5)  # masks-ex-pad-causal: the short sentence first, padded on the right to 5
 
 
 def _pad_causal(
@@ -830,7 +830,7 @@ def _pad_causal(
     C = causal_mask(n)  # (n, n)
     out = {"reference": P & C, "mask-causal-only": np.broadcast_to(C, (P.shape[0],) + (1,) * heads + (n, n)),
            "mask-padding-only": P, "mask-or": P | C,
-           # hiding the padded queries' rows as well: empty rows, zero weights in attnlib (chapter 7)
+           # hiding the padded queries' rows as well: empty rows, zero weights in attnlib (chapter 5)
            "also-right": P & C & np.swapaxes(P, -1, -2)}
     for key, m in _causal_variants(n):
         out[key] = P & m
@@ -840,7 +840,7 @@ def _pad_causal(
 
 
 def _other_lengths() -> Candidates:
-    """beyond-ex-pad-causal's batch misread: its lengths in the other order, or the batch of (5, 3)."""
+    """masks-ex-pad-causal's batch misread: its lengths in the other order, or the batch of (5, 3)."""
     C = causal_mask(5)
     return [("mask-other-lengths", padding_mask(list(lengths), 5) & C)
             for lengths in (_DECODER_LENGTHS[::-1], _BATCH_LENGTHS)]
@@ -869,7 +869,7 @@ def _mask_exercise(label: str, chapter: str, prompt: str, answer_form: str, make
 
 
 _register(_mask_exercise(
-    "impl-ex-mask", "05_implementation",
+    "impl-ex-mask", "06_implementation",
     "One mask, causal and hiding the padding of two sequences of lengths 5 and 3, for scores of shape "
     "(B, H, n_q, n_k) = (2, 2, 5, 5).",
     "Your mask: any shape that broadcasts to (2, 2, 5, 5); boolean (True = may attend), 0/1 or additive "
@@ -892,7 +892,7 @@ def _xavier_variances(*, sd_scaling: bool = False, no_sum: bool = False, d_k_sca
 
 
 _register(_scalar_exercise(
-    "impl-ex-xavier", "05_implementation",
+    "impl-ex-xavier", "06_implementation",
     "The predicted variance of a raw score q·k between two tokens, and of the scaled score, for "
     "MultiHeadAttention(64, 4, rng, d_head=32).",
     "2 numbers: Var(q·k), then Var(q·k / √d_head).",
@@ -905,7 +905,7 @@ _register(_scalar_exercise(
 ))
 
 
-# ---- chapter 6: complexity
+# ---- chapter 7: complexity
 _COUNT = {"n_q": 3, "n_k": 5, "d_k": 4, "d_v": 2}
 _COUNT_NAMES = ("multiplications", "additions", "comparisons", "exponentials", "divisions", "FLOPs")
 
@@ -932,7 +932,7 @@ def _count_wrong() -> Candidates:
 
 
 _register(_scalar_exercise(
-    "cx-ex-count", "06_complexity",
+    "cx-ex-count", "07_complexity",
     "The operations of cross-attention with n_q = 3, n_k = 5, d_k = 4, d_v = 2, in total.",
     "6 whole numbers: multiplications, additions (subtractions included), comparisons, exponentials, "
     "divisions, FLOPs.",
@@ -962,7 +962,7 @@ def _llama_units() -> Candidates:
 
 
 _register(_scalar_exercise(
-    "cx-ex-llama-scores", "06_complexity",
+    "cx-ex-llama-scores", "07_complexity",
     "The memory of LLaMA-2 70B's score matrices at full context in a 16-bit format: one head's, one "
     "layer's and a whole forward pass's.",
     "3 whole numbers of bytes: one head, one layer, one forward pass.",
@@ -986,7 +986,7 @@ def _kv_bytes(*, keys_only: bool = False, layers: int | None = None, dtype_bytes
 
 
 _register(_scalar_exercise(
-    "cx-ex-kv-memory", "06_complexity",
+    "cx-ex-kv-memory", "07_complexity",
     "The key–value cache of LLaMA-2 70B for one sequence of 4096 tokens in a 16-bit format: with its 8 "
     "key–value heads, and if each of the 64 query heads had its own.",
     "2 whole numbers of bytes: with 8 key–value heads, with 64.",
@@ -1019,7 +1019,7 @@ def _largest_block(*, powers: bool = True, **kw: Any) -> int:
 
 
 _register(_scalar_exercise(
-    "cx-ex-blocks", "06_complexity",
+    "cx-ex-blocks", "07_complexity",
     "The largest block size b, a power of two, for which a b × b float32 tile of scores and b rows each "
     "of Q, K and V (d = 64) fit in 256 KiB.",
     "1 whole number: b.",
@@ -1033,15 +1033,18 @@ _register(_scalar_exercise(
 
 
 
+_ONLINE_LOGITS = (800.0, 797.0, 801.0, 803.0)  # cx-ex-online: the maximum grows twice, e^800 overflows
+
+
 def _online_states(*, rescale: str = "right", subtract: bool = True, max_of: str = "running") -> np.ndarray:
-    """The state (m, ℓ) of the online softmax after each key of the large logits, one key per block.
+    """The state (m, ℓ) of the online softmax after each key of ``_ONLINE_LOGITS``, one key per block.
 
     ``rescale`` is ``"right"`` (ℓ times e^(m − m') when the maximum grows), ``"none"`` or
     ``"inverted"`` (times e^(m' − m)); ``subtract=False`` adds e^(s_j) itself (it overflows);
     ``max_of`` is ``"running"``, ``"first"`` (m never updated) or ``"final"`` (the row's maximum
     from the start). Returns an array of shape (n, 2).
     """
-    x = np.array(_LARGE_LOGITS)  # (n,)
+    x = np.array(_ONLINE_LOGITS)  # (n,)
     m, ell, rows = -np.inf, 0.0, []
     for j, s in enumerate(x):
         m_new = {"running": max(m, s), "first": x[0], "final": x.max()}[max_of]
@@ -1059,8 +1062,8 @@ def _online_states(*, rescale: str = "right", subtract: bool = True, max_of: str
 
 
 _register(_scalar_exercise(
-    "cx-ex-online", "06_complexity",
-    "The running state of the online softmax on the logits [1000, 1002, 999, 1001], one key at a time: "
+    "cx-ex-online", "07_complexity",
+    "The running state of the online softmax on the logits [800, 797, 801, 803], one key at a time: "
     "the running maximum m and the running sum ℓ of e^(s_j − m) after each key.",
     "4 pairs (m, ℓ), one per key in order: the running maximum and the running sum after that key.",
     _online_states,
@@ -1072,9 +1075,9 @@ _register(_scalar_exercise(
     names=("after the 1st key", "after the 2nd key", "after the 3rd key", "after the 4th key"),
 ))
 
-# ---- chapter 7: beyond
+# ---- chapter 5: beyond
 _register(_mask_exercise(
-    "beyond-ex-pad-causal", "07_beyond",
+    "masks-ex-pad-causal", "05_masks_heads",
     "One boolean mask, for one head, that combines the padding mask of a batch of two sentences of "
     "lengths 2 and 5 (in that order, padded on the right to 5) with causal_mask(5).",
     "Your mask for the batch of lengths 2 and 5: any shape that broadcasts to (2, 5, 5); boolean "
@@ -1105,7 +1108,7 @@ def _four_heads_wrong() -> Candidates:
 
 
 _register(_scalar_exercise(
-    "beyond-ex-four-heads:params", "07_beyond",
+    "masks-ex-four-heads:params", "05_masks_heads",
     "The number of parameters of the layer split into H = 4 heads of d_head = 1.",
     "1 whole number.",
     lambda: _four_heads()[0].n_params,
@@ -1114,7 +1117,7 @@ _register(_scalar_exercise(
     kind="integer",
 ))
 _four_heads_ex = _scalar_exercise(
-    "beyond-ex-four-heads:weights", "07_beyond",
+    "masks-ex-four-heads:weights", "05_masks_heads",
     "The weights of the query 'The' in each of the 4 heads of d_head = 1.",
     "A 4 × 5 matrix: one row per head (0 to 3), one column per key (The, cat, sat, on, mat).",
     lambda: _four_heads()[1], _four_heads_wrong,
@@ -1131,7 +1134,7 @@ def _append6():
 
 
 _register(_attention_exercise(
-    "beyond-ex-append", "07_beyond",
+    "masks-ex-append", "05_masks_heads",
     "The causal outputs of the six tokens after a sixth token with query, key and value [1, 1, 1, 1] is "
     "appended to 'The cat sat on mat'.",
     "A 6 × 4 matrix: the causal outputs of The, cat, sat, on, mat, new.",
@@ -1152,7 +1155,7 @@ def _window_masks() -> dict[str, np.ndarray]:
 
 
 _register(_mask_exercise(
-    "beyond-ex-window:mask", "07_beyond",
+    "masks-ex-window:mask", "05_masks_heads",
     "The sliding-window mask with w = 2 for 'The cat sat on mat': each token sees itself and the token "
     "before it.",
     "Your 5 × 5 mask: boolean (True = may attend), 0/1 or additive 0/-inf.",
@@ -1166,7 +1169,7 @@ def _window_pairs() -> int:
 
 
 _register(_scalar_exercise(
-    "beyond-ex-window:pairs", "07_beyond",
+    "masks-ex-window:pairs", "05_masks_heads",
     "The number of pairs the sliding window with w = 2 allows in the 5-token example.",
     "1 whole number.",
     _window_pairs,
@@ -1184,7 +1187,7 @@ def _window_weight_extra() -> Candidates:
 
 
 _register(_attention_exercise(
-    "beyond-ex-window:weights", "07_beyond",
+    "masks-ex-window:weights", "05_masks_heads",
     "The weights of 'The cat sat on mat' under the sliding-window mask with w = 2.",
     "A 5 × 5 matrix of weights, one row per query.",
     _cat, "weights", mask=lambda n: _band(n), extra=_window_weight_extra,
@@ -1193,19 +1196,19 @@ _register(_attention_exercise(
 
 # ---- generic checks for the running examples
 _register(_attention_exercise(
-    "attention-scores", "04_worked_examples",
+    "attention-scores", "03_worked_examples",
     "The raw scores S = Q Kᵀ of 'The cat sat on mat'.",
     "A 5 × 5 matrix: one row per query, one column per key.",
     _cat, "scores",
 ))
 _register(_attention_exercise(
-    "attention-weights", "04_worked_examples",
+    "attention-weights", "03_worked_examples",
     "The attention weights softmax(Q Kᵀ / √d_k) of 'The cat sat on mat'.",
     "A 5 × 5 matrix of weights: one row per query, one column per key.",
     _cat, "weights",
 ))
 _register(_attention_exercise(
-    "attention-output", "04_worked_examples",
+    "attention-output", "03_worked_examples",
     "The output softmax(Q Kᵀ / √d_k) V of 'The cat sat on mat'.",
     "A 5 × 4 matrix: one output row per query.",
     _cat, "output",
@@ -1216,13 +1219,13 @@ def _four_tokens():
 
 
 _register(_attention_exercise(
-    "square-scores", "04_worked_examples",
+    "square-scores", "03_worked_examples",
     "The raw scores S = Q Kᵀ of the first four tokens of 'The cat sat on mat' (n = d_k = 4).",
     "A 4 × 4 matrix: one row per query (The, cat, sat, on), one column per key.",
     _four_tokens, "scores",
 ))
 _register(_attention_exercise(
-    "square-weights", "04_worked_examples",
+    "square-weights", "03_worked_examples",
     "The attention weights of the first four tokens of 'The cat sat on mat' (n = d_k = 4).",
     "A 4 × 4 matrix of weights: one row per query (The, cat, sat, on), one column per key.",
     _four_tokens, "weights",
@@ -1234,13 +1237,13 @@ _register(_attention_exercise(
     lambda: _cat_sits(), "weights",
 ))
 _register(_mask_exercise(
-    "causal-mask", "07_beyond",
+    "causal-mask", "05_masks_heads",
     "The causal mask for the 5 tokens of 'The cat sat on mat'.",
     "Your 5 × 5 mask: boolean (True = may attend), 0/1 or additive 0/-inf.",
     lambda: {"reference": causal_mask(5), **dict(_causal_variants(5))}, (5, 5),
 ))
 _register(_attention_exercise(
-    "causal-weights", "07_beyond",
+    "causal-weights", "05_masks_heads",
     "The causal attention weights of 'The cat sat on mat'.",
     "A 5 × 5 matrix of weights, one row per query.",
     _cat, "weights", causal=True,
@@ -1256,7 +1259,7 @@ def _large_logits_wrong() -> Candidates:
 
 
 _register(_scalar_exercise(
-    "softmax-stable", "05_implementation",
+    "softmax-stable", "06_implementation",
     "The softmax, in float64, of the logits [1000, 1002, 999, 1001].",
     "4 numbers: the weights of the four logits, in order.",
     lambda: softmax(np.array(_LARGE_LOGITS)), _large_logits_wrong,

@@ -3,7 +3,7 @@
 :func:`attention_backward` returns the gradients of a loss with respect to
 ``Q``, ``K`` and ``V`` given the gradient ``dO`` with respect to the output of
 ``out = softmax(Q Kᵀ · scale) V``. The tests check it against central finite
-differences and against PyTorch's autograd. The training experiment of chapter 3,
+differences and against PyTorch's autograd. The training experiment of chapter 4,
 built on the same lines, is :mod:`attnlib.training`.
 """
 

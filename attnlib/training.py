@@ -1262,7 +1262,7 @@ def learning_rate_sweep(
     d_ks : iterable of int
         Widths of queries and keys.
     lrs : iterable of float
-        Learning rates, tried for every setting and seed. Chapter 3 of the
+        Learning rates, tried for every setting and seed. Chapter 4 of the
         book uses ``(0.1, 0.3, 1, 3, 10)`` with SGD and 50 steps: the grid
         holds each setting's best rate at ``d_k`` from 8 to 128, with a
         larger rate that is too large for it.

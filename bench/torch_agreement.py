@@ -3,7 +3,7 @@
 The book must build without torch, yet quote how far attnlib's
 ``scaled_dot_product_attention`` is from ``torch.nn.functional.scaled_dot_product_attention``.
 This script, run where torch is installed, computes the figures and stores them as data; the
-chapter ``book/05_implementation.ipynb`` reads the JSON and ``tests/test_torch_agreement.py``
+chapter ``book/06_implementation.ipynb`` reads the JSON and ``tests/test_torch_agreement.py``
 checks it (and, with torch, recomputes it).
 
 The cases are those of ``tests/test_torch_crosscheck.py`` (``bench/torch_cases.py``, seeds 0..239):

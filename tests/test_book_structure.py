@@ -22,7 +22,7 @@ sys.path.insert(0, str(BOOK / "_ext"))
 from notebook_edition import is_deeper_page  # noqa: E402  (build tools beside the local Sphinx extensions)
 
 CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))  # and going-deeper pages
-# A going-deeper page (03a_scaling_deeper.ipynb) follows its chapter (03_scaling.ipynb): material the core
+# A going-deeper page (04a_scaling_deeper.ipynb) follows its chapter (04_scaling.ipynb): material the core
 # path leaves out, with no objectives or exercises of its own.
 DEEPER = [p for p in CHAPTERS if is_deeper_page(p)]
 MIN_EXERCISES = 3
@@ -76,6 +76,35 @@ def test_executed_top_to_bottom_without_errors(path: Path) -> None:
             assert out.get("output_type") != "error", f"{path.name} cell {i} stores an error"
 
 
+def _removed_glue_import(src: str, cell: dict) -> bool:
+    """The one import a reader never sees: ``from myst_nb import glue`` in a removed cell of its own."""
+    return src.strip() == "from myst_nb import glue" and "remove-cell" in cell["metadata"].get("tags", [])
+
+
+def _glue_calls(src: str) -> int:
+    return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "glue"
+               for n in ast.walk(ast.parse(src)))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_reader_sees_book_plumbing(path: Path) -> None:
+    """``glue(...)`` puts a computed number into the prose; the reader sees the number, not the call. Every
+    glue call and its import sit in removed cells (hidden cells count as seen: a reader can open them)."""
+    shown = [i for i, src, cell in _code_cells(_load(path))
+             if "remove-cell" not in cell["metadata"].get("tags", [])
+             and (_glue_calls(src) or "myst_nb" in src)]
+    assert not shown, f"{path.name}: cells {shown} show glue(...) or its import; move it to a removed cell"
+
+
+def test_the_plumbing_rule_sees_a_glue_call_and_its_import() -> None:
+    assert _glue_calls('x = 1\nglue("x", x, display=False)') == 1
+    assert _glue_calls("for k in ks:\n    glue(k, 1)") == 1
+    assert _glue_calls("print(glued)") == 0
+    cell = {"metadata": {"tags": ["remove-cell"]}}
+    assert _removed_glue_import("from myst_nb import glue", cell)
+    assert not _removed_glue_import("from myst_nb import glue", {"metadata": {}})
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_one_import_cell_and_no_definitions(path: Path) -> None:
     cells = _code_cells(_load(path))
@@ -83,7 +112,9 @@ def test_one_import_cell_and_no_definitions(path: Path) -> None:
     assert any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.parse(first[1]).body), (
         f"{path.name}: the first code cell should be the import cell"
     )
-    for i, src, _ in rest:
+    for i, src, cell in rest:
+        if _removed_glue_import(src, cell):
+            continue
         tree = ast.parse(src)
         for node in ast.walk(tree):
             assert not isinstance(node, (ast.Import, ast.ImportFrom)), (

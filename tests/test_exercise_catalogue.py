@@ -3,7 +3,8 @@
 Each chapter numbers its learning objectives and has 4 to 8 exercises covering the three levels
 (1: compute by hand, 2: change or write code, 3: derive or explain). The first line of every
 exercise says its level, the objective it serves and an estimated time, and ends with "challenge"
-when the exercise goes beyond the chapter's core; ``book/instructors.md`` and the course plans are
+when the exercise goes beyond the chapter's core, or with "essential" for the one core exercise of each
+chapter that a learner who does only one should do; ``book/instructors.md`` and the course plans are
 built on those lines. Every other exercise is core, within reach of the book's learner (a
 second-year student who has never met attention) after the chapter's core: each chapter has at least
 three, a level 1 and a level 2 among them; its challenge exercises come after them; at most 40% of
@@ -113,18 +114,21 @@ def test_tag_problems_are_found():
              ("*Level 1, by hand · objective 2.4 · about 5 min*", "not one of"),
              ("*Level 2, code · objective 2.3 · about 15 min · hard*", "is not"),
              ("*Level 2, code · objective 2.3 · about 15 min · Challenge*", "is not"),
+             ("*Level 2, code · objective 2.3 · about 15 min · Essential*", "is not"),
+             ("*Level 2, code · objective 2.3 · about 15 min · essential · challenge*", "is not"),
+             ("*Level 2, code · objective 2.3 · about 15 min · challenge · essential*", "is not"),
              ("*Level 2, code · objective 2.3 · about 15 min*", None),
+             ("*Level 1, by hand · objective 2.2 · about 15 min · essential*", None),
              ("*Level 3, derive or explain · objective 2.3 · about 20 min · challenge*", None)]
     for first, problem in cases:
-        broken = cat.Exercise("qkv-ex-x", ch.number, 0, first)
-        if t := cat.TAG.match(first):
-            broken.level, broken.kind, broken.minutes = int(t[1]), t[2], int(t[5])
-            broken.objective = (int(t[3]), int(t[4]))
-            broken.challenge = bool(t[6])
+        broken = cat.apply_tag(cat.Exercise("qkv-ex-x", ch.number, 0, first))
         problems = cat.tag_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, [broken], {}))
         assert (problems == []) if problem is None else (len(problems) == 1 and problem in problems[0]), \
             (first, problems)
-        assert broken.challenge == first.endswith("· challenge*")
+        assert not (broken.challenge and broken.essential)
+        if problem is None:
+            assert broken.challenge == first.endswith("· challenge*")
+            assert broken.essential == first.endswith("· essential*")
 
 
 # --------------------------------------------------------------------------- core and challenge
@@ -143,6 +147,24 @@ def pitch_problems(ch: cat.Chapter) -> list[str]:
         problems.append(f"chapter {ch.number}: core {late} after the challenge "
                         f"{ch.exercises[first_challenge].label}: challenge exercises come last")
     return problems
+
+
+ESSENTIAL_MINUTES = (15, 25)  # the essential exercise is a sitting's work, not a glance or a project
+
+
+def essential_problems(ch: cat.Chapter) -> list[str]:
+    """What breaks the rule of the essential exercise in one chapter: exactly one, core (the tag line
+    cannot say both), of 15 to 25 minutes."""
+    essential = [ex for ex in ch.exercises if ex.essential]
+    if len(essential) != 1:
+        return [f"chapter {ch.number}: {len(essential)} essential exercises "
+                f"({', '.join(ex.label for ex in essential) or 'none'}), want exactly one: end the tag line "
+                "of the one a learner who does only one should do with '· essential'"]
+    ex = essential[0]
+    low, high = ESSENTIAL_MINUTES
+    if not low <= (ex.minutes or 0) <= high:
+        return [f"chapter {ch.number}: the essential {ex.label} takes {ex.minutes} min, want {low} to {high}"]
+    return []
 
 
 def challenge_share(book: list[cat.Chapter]) -> float:
@@ -207,8 +229,10 @@ def test_each_chapter_has_core_exercises_first_and_challenges_last(path):
 
 def test_the_pitch_rules_catch_a_chapter_that_breaks_them():
     ch = cat.read_chapter(CHAPTERS[0])
-    last = len(ch.exercises) - 1  # the last exercise a challenge, the others core
-    exercises = [cat.Exercise(**{**vars(ex), "challenge": k == last}) for k, ex in enumerate(ch.exercises)]
+    levels = [1, 2, 3, 1, 3]  # made-up levels: the last exercise a challenge, the others core
+    first = ch.exercises[0]
+    exercises = [cat.Exercise(**{**vars(first), "level": lv, "challenge": k == len(levels) - 1})
+                 for k, lv in enumerate(levels)]
 
     def with_(changed: list[cat.Exercise]) -> list[str]:
         return pitch_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, changed, {}))
@@ -235,6 +259,28 @@ def test_at_most_two_fifths_of_the_book_is_challenge():
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_core_chapter_has_exactly_one_essential_exercise(path):
+    problems = essential_problems(cat.read_chapter(path))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_essential_rule_catches_none_two_and_a_long_one():
+    ch = cat.read_chapter(CHAPTERS[0])
+
+    def with_(essential: dict[int, int]) -> list[str]:  # exercise index -> its minutes, marked essential
+        exercises = [cat.Exercise(**{**vars(ex), "challenge": False, "essential": k in essential,
+                                     "minutes": essential.get(k, ex.minutes)})
+                     for k, ex in enumerate(ch.exercises)]
+        return essential_problems(cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, exercises, {}))
+
+    assert with_({0: 15}) == [] and with_({1: 25}) == []
+    assert "0 essential exercises (none)" in with_({})[0]
+    assert "2 essential exercises" in with_({0: 15, 1: 20})[0]
+    assert "takes 40 min, want 15 to 25" in with_({0: 40})[0]
+    assert "takes 5 min" in with_({0: 5})[0]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_an_exercise_that_links_a_going_deeper_page_is_a_challenge(path):
     ch, nb = _chapter(path)
     assert not going_deeper_problems(ch, nb), going_deeper_problems(ch, nb)
@@ -242,16 +288,16 @@ def test_an_exercise_that_links_a_going_deeper_page_is_a_challenge(path):
 
 def test_links_to_a_going_deeper_page_are_found():
     docs, labels = _deeper_targets()
-    assert {"03a_scaling_deeper", "05a_implementation_deeper"} <= docs and "scaling-mup" in labels
+    assert {"04a_scaling_deeper", "06a_implementation_deeper"} <= docs and "scaling-mup" in labels
     assert "prop-unscaled-reparam" in labels and "scaling-temperature" not in labels
-    found = deeper_links("see {doc}`03a_scaling_deeper`, {ref}`the proof <scaling-mup>`, "
+    found = deeper_links("see {doc}`04a_scaling_deeper`, {ref}`the proof <scaling-mup>`, "
                          "{prf:ref}`prop-unscaled-reparam`, {numref}`impl-ex-pow2` and "
                          "{ref}`scaling-temperature`", docs, labels)
-    assert found == ["{doc}`03a_scaling_deeper`", "{ref}`the proof <scaling-mup>`",
+    assert found == ["{doc}`04a_scaling_deeper`", "{ref}`the proof <scaling-mup>`",
                      "{prf:ref}`prop-unscaled-reparam`"], found
-    # a core exercise of chapter 3 given such a link is reported, and so is a challenge that does not say
+    # a core exercise of chapter 4 given such a link is reported, and so is a challenge that does not say
     # it builds on the page
-    ch, nb = _chapter(CHAPTERS[2])
+    ch, nb = _chapter(ROOT / "book" / "04_scaling.ipynb")
     nb = nbformat.from_dict(nb)
     core = next(ex for ex in ch.exercises if not ex.challenge)
     nb.cells[core.cell].source = nb.cells[core.cell].source.replace(
@@ -388,7 +434,24 @@ def test_the_catalogue_counts_what_the_chapters_hold():
         [sum(not ex.challenge for ex in every), sum(ex.challenge for ex in every)]
     for ch in book:
         for ex in ch.exercises:  # a row of its chapter's table, with its level, pitch, objective and time
-            pitch = "**challenge**" if ex.challenge else "core"
+            pitch = "**challenge**" if ex.challenge else "core, **essential**" if ex.essential else "core"
             row = (f"| {{numref}}`{ex.label}` | {ex.level}, {ex.kind} | {pitch} | "
                    f"{ex.objective[0]}.{ex.objective[1]} | ")
             assert row + f"{ex.minutes} min |" in md, ex.label
+
+
+def test_the_catalogue_marks_the_essential_exercise():
+    """The catalogue's row and objective list of an essential exercise say so, and a plan's list too."""
+    ch = cat.read_chapter(CHAPTERS[0])
+    marked = [cat.Exercise(**{**vars(ex), "challenge": False, "essential": k == 0})
+              for k, ex in enumerate(ch.exercises)]
+    one = cat.Chapter(ch.path, ch.number, ch.title, ch.objectives, marked, ch.check_cells)
+    md = cat.catalogue_markdown([one])
+    first, second = marked[0], marked[1]
+    assert f"| {{numref}}`{first.label}` | {first.level}, {first.kind} | core, **essential** |" in md
+    assert f"| {{numref}}`{second.label}` | {second.level}, {second.kind} | core |" in md
+    assert f"{{numref}}`{first.label}` (essential)" in md
+    lecture = cat.Lecture("t", 90, "x", [(ch.number, 1)], [first.label], [second.label])
+    plan = cat.plan_markdown("", [lecture], [one])
+    assert f"{{numref}}`{first.label}` ({first.minutes} min, essential)" in plan
+    assert f"{{numref}}`{second.label}` ({second.minutes} min)" in plan

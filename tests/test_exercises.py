@@ -133,20 +133,20 @@ def learner_answers() -> dict[str, object]:
     cfg = llama.config
     out["cx-ex-kv-memory"] = [attnlib.kvcache.kv_cache_bytes(replace(cfg, n_kv_heads=h), 4096)
                               for h in (cfg.n_kv_heads, cfg.n_heads)]
-    out["cx-ex-online"] = online_states(np.array([1000.0, 1002.0, 999.0, 1001.0]))
+    out["cx-ex-online"] = online_states(np.array([800.0, 797.0, 801.0, 803.0]))
     out["cx-ex-blocks"] = max(b for b in (2**k for k in range(4, 11))
                               if 4 * (b * b + 3 * b * 64) <= 256 * 2**10)
 
-    out["beyond-ex-pad-causal"] = attnlib.padding_mask([2, 5], 5) & attnlib.causal_mask(5)
+    out["masks-ex-pad-causal"] = attnlib.padding_mask([2, 5], 5) & attnlib.causal_mask(5)
     mha4 = attnlib.MultiHeadAttention.from_weights(ex.Q, ex.K, ex.V, np.eye(4, 5), n_heads=4)
-    out["beyond-ex-four-heads:params"] = mha4.n_params
-    out["beyond-ex-four-heads:weights"] = mha4(np.eye(5)).weights[:, 0]
+    out["masks-ex-four-heads:params"] = mha4.n_params
+    out["masks-ex-four-heads:weights"] = mha4(np.eye(5)).weights[:, 0]
     Q6, K6, V6 = (np.vstack([A, np.ones(4)]) for A in (ex.Q, ex.K, ex.V))
-    out["beyond-ex-append"] = attnlib.scaled_dot_product_attention(Q6, K6, V6, is_causal=True)
+    out["masks-ex-append"] = attnlib.scaled_dot_product_attention(Q6, K6, V6, is_causal=True)
     band = attnlib.causal_mask(5) & ~np.tri(5, 5, -2, dtype=bool)
-    out["beyond-ex-window:mask"] = band
-    out["beyond-ex-window:pairs"] = int(band.sum())
-    out["beyond-ex-window:weights"] = attnlib.trace_attention(ex.Q, ex.K, ex.V, attn_mask=band).weights
+    out["masks-ex-window:mask"] = band
+    out["masks-ex-window:pairs"] = int(band.sum())
+    out["masks-ex-window:weights"] = attnlib.trace_attention(ex.Q, ex.K, ex.V, attn_mask=band).weights
 
     out["attention-scores"] = ex.Q @ ex.K.T
     out["attention-weights"] = softmax_rows(ex.Q @ ex.K.T / 2)
@@ -186,7 +186,7 @@ def wrong_answers() -> list[tuple[str, str, object]]:
     S = ex.Q @ ex.K.T  # (5, 5) raw scores
     S4 = ex.Q[:4] @ ex.K[:4].T
     tri = np.tri(5, dtype=bool)
-    P = attnlib.padding_mask([2, 5], 5)  # (2, 1, 5): beyond-ex-pad-causal's batch
+    P = attnlib.padding_mask([2, 5], 5)  # (2, 1, 5): masks-ex-pad-causal's batch
     abc = attnlib.three_directions()
     cs = attnlib.cat_sits()
     Qc, Kc, Vc = cs.X @ cs.W_Q, cs.X @ cs.W_K, cs.X @ cs.W_V
@@ -194,13 +194,15 @@ def wrong_answers() -> list[tuple[str, str, object]]:
     logits = np.array([1000.0, 1002.0, 999.0, 1001.0])
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(logits) / np.exp(logits).sum()  # inf / inf
-        overflowing = np.cumsum(np.exp(logits))  # e^1000 = inf
-    m = np.maximum.accumulate(logits)  # the running maximum
-    first, final = np.full(4, logits[0]), np.full(4, logits.max())
-    no_rescale = np.cumsum(np.exp(logits - m))  # each term relative to the maximum when it was added
+    online = np.array([800.0, 797.0, 801.0, 803.0])  # cx-ex-online's logits
+    with np.errstate(over="ignore"):
+        overflowing = np.cumsum(np.exp(online))  # e^800 = inf
+    m = np.maximum.accumulate(online)  # the running maximum
+    first, final = np.full(4, online[0]), np.full(4, online.max())
+    no_rescale = np.cumsum(np.exp(online - m))  # each term relative to the maximum when it was added
     inverted = [1.0]
     for j in range(1, 4):  # old ℓ times e^(m' - m) instead of e^(m - m')
-        inverted.append(np.exp(m[j] - m[j - 1]) * inverted[-1] + np.exp(logits[j] - m[j]))
+        inverted.append(np.exp(m[j] - m[j - 1]) * inverted[-1] + np.exp(online[j] - m[j]))
     Q6, K6, V6 = (np.vstack([A, np.ones(4)]) for A in (ex.Q, ex.K, ex.V))
     append_flipped = masked_softmax(Q6 @ K6.T / 2, np.tri(6, dtype=bool).T) @ V6
     heads_scores = np.stack([ex.Q[0, h] * ex.K[:, h] for h in range(4)])  # (H, n_k): "The" in each head
@@ -229,8 +231,8 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("cx-ex-online", "online-no-rescale", np.column_stack([m, no_rescale])),
         ("cx-ex-online", "online-rescale-inverted", np.column_stack([m, inverted])),
         ("cx-ex-online", "online-no-max", np.column_stack([m, overflowing])),
-        ("cx-ex-online", "online-m-fixed", np.column_stack([first, np.cumsum(np.exp(logits - first))])),
-        ("cx-ex-online", "online-final-max", np.column_stack([final, np.cumsum(np.exp(logits - final))])),
+        ("cx-ex-online", "online-m-fixed", np.column_stack([first, np.cumsum(np.exp(online - first))])),
+        ("cx-ex-online", "online-final-max", np.column_stack([final, np.cumsum(np.exp(online - final))])),
         ("qkv-ex-agree:output", "agree-unchanged", cs_out),
         ("qkv-ex-agree:output", "agree-weights-reversed", cs_w[::-1] @ Vc),
         ("qkv-ex-agree:output", "weights-not-output", cs_w),
@@ -253,8 +255,8 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("worked-ex-abc-check:scale", "abc-trace-scale", 1 / np.sqrt(2)),
         ("worked-ex-abc-check:scale", "abc-divisor", 4),
         ("worked-ex-abc-check:scale", "scale-d_k", 0.5),
-        ("beyond-ex-append", "mask-flipped", append_flipped),
-        ("beyond-ex-four-heads:weights", "scale-full-width", softmax_rows(heads_scores / 2)),  # √(H·d_head)
+        ("masks-ex-append", "mask-flipped", append_flipped),
+        ("masks-ex-four-heads:weights", "scale-full-width", softmax_rows(heads_scores / 2)),  # √(H·d_head)
         ("why-ex-margin", "margin-n-keys", [np.log(9 * n) for n in (10, 1000)]),
         ("why-ex-margin", "margin-exp", [9 * (n - 1) for n in (10, 1000)]),
         ("why-ex-margin", "margin-log10", [np.log10(9 * (n - 1)) for n in (10, 1000)]),
@@ -289,12 +291,12 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("impl-ex-xavier", "scale-d_k", [128 / 9, 128 / 9 / 32**2]),
         ("impl-ex-mask", "mask-batch-as-heads", attnlib.padding_mask([5, 3], 5) & attnlib.causal_mask(5)),
         ("impl-ex-mask", "mask-flipped", attnlib.padding_mask([5, 3], 5)[:, None] & tri.T),
-        ("beyond-ex-pad-causal", "mask-causal-only", attnlib.causal_mask(5)),
-        ("beyond-ex-pad-causal", "mask-padding-only", P),
-        ("beyond-ex-pad-causal", "mask-or", P | tri),
-        ("beyond-ex-pad-causal", "mask-one-ahead", P & np.tri(5, k=1, dtype=bool)),
-        ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 2], 5) & tri),
-        ("beyond-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 3], 5) & tri),  # chapter 5's
+        ("masks-ex-pad-causal", "mask-causal-only", attnlib.causal_mask(5)),
+        ("masks-ex-pad-causal", "mask-padding-only", P),
+        ("masks-ex-pad-causal", "mask-or", P | tri),
+        ("masks-ex-pad-causal", "mask-one-ahead", P & np.tri(5, k=1, dtype=bool)),
+        ("masks-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 2], 5) & tri),
+        ("masks-ex-pad-causal", "mask-other-lengths", attnlib.padding_mask([5, 3], 5) & tri),  # chapter 6's
         ("cx-ex-count", "flops-sum-l-adds", [105, 96 + 15 + 3 + 6, 12, 15, 15, 228 + 24]),
         ("cx-ex-count", "flops-exp-counted", [105, 96, 12, 15, 15, 228 + 15]),
         ("cx-ex-count", "flops-max-n-compares", [105, 96, 15, 15, 15, 231]),
@@ -309,11 +311,11 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("cx-ex-blocks", "blocks-missing-arrays", 256),
         ("cx-ex-blocks", "blocks-float64", 64),
         ("cx-ex-blocks", "blocks-not-power-of-two", 177),
-        ("beyond-ex-window:mask", "window-off-by-one", tri & ~np.tri(5, 5, -3, dtype=bool)),
-        ("beyond-ex-window:mask", "window-symmetric", np.tri(5, 5, 1) - np.tri(5, 5, -2)),
-        ("beyond-ex-window:mask", "window-diagonal", np.eye(5)),
-        ("beyond-ex-window:pairs", "pairs-2n", 10),
-        ("beyond-ex-four-heads:params", "heads-per-head-params", 20),
+        ("masks-ex-window:mask", "window-off-by-one", tri & ~np.tri(5, 5, -3, dtype=bool)),
+        ("masks-ex-window:mask", "window-symmetric", np.tri(5, 5, 1) - np.tri(5, 5, -2)),
+        ("masks-ex-window:mask", "window-diagonal", np.eye(5)),
+        ("masks-ex-window:pairs", "pairs-2n", 10),
+        ("masks-ex-four-heads:params", "heads-per-head-params", 20),
         ("causal-mask", "mask-inverted", ~tri),
         ("attention-weights", "weights-transposed", np.asarray(exercise("attention-weights").reference()).T),
         ("impl-ex-mask", "mask-inverted", ~np.asarray(exercise("impl-ex-mask").reference())),
@@ -400,8 +402,8 @@ def test_mask_forms_that_broadcast():
     assert check("impl-ex-mask", np.broadcast_to(P[:, None] & C, (2, 2, 5, 5))).correct
     assert check("impl-ex-mask", np.where(P[:, None] & C, 0.0, -np.inf)).correct
     P2 = attnlib.padding_mask([2, 5], 5)
-    assert check("beyond-ex-pad-causal", (P2 & C).astype(int)).correct
-    assert check("beyond-ex-pad-causal", np.where(P2 & C, 0.0, -np.inf)).correct
+    assert check("masks-ex-pad-causal", (P2 & C).astype(int)).correct
+    assert check("masks-ex-pad-causal", np.where(P2 & C, 0.0, -np.inf)).correct
 
 
 def test_shapes_as_lists_or_arrays():
@@ -659,7 +661,8 @@ def test_changing_the_inputs_changes_the_reference(Q, K, V):
 @given(x=st.lists(st.integers(-50, 50), min_size=4, max_size=4))
 def test_softmax_reference_follows_its_logits(x):
     logits = np.array(x, dtype=np.float64) + 1000.0
-    with mock.patch.object(exercises, "_LARGE_LOGITS", tuple(logits)):
+    with mock.patch.object(exercises, "_LARGE_LOGITS", tuple(logits)), \
+            mock.patch.object(exercises, "_ONLINE_LOGITS", tuple(logits)):
         ref = exercise("softmax-stable").reference()
         np.testing.assert_allclose(ref, softmax_rows(logits), atol=1e-12)
         np.testing.assert_allclose(exercise("cx-ex-online").reference(), online_states(logits), rtol=1e-12)
@@ -670,7 +673,7 @@ def test_hidden_width_reference_follows_d_k():
     assert math.isclose(exercises._equal_cost_width(96), 64.0)
 
 
-@pytest.mark.parametrize("label", ["attention-output", "qkv-ex-agree:output", "beyond-ex-append",
+@pytest.mark.parametrize("label", ["attention-output", "qkv-ex-agree:output", "masks-ex-append",
                                    "worked-ex-rowsum"])
 def test_an_output_computed_from_wrong_weights_is_not_told_about_its_own_sums(label):
     """The weights' messages ("the columns sum to 1", "yours sum to ...") would be false of an output."""

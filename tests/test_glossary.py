@@ -57,7 +57,7 @@ def reading_order() -> list[Path]:
 
 
 def core_path() -> list[Path]:
-    """The reading order without the going-deeper pages (``03a_scaling_deeper.ipynb``)."""
+    """The reading order without the going-deeper pages (``04a_scaling_deeper.ipynb``)."""
     return [path for path in reading_order() if not is_deeper_page(path)]
 
 
@@ -179,7 +179,7 @@ def test_the_core_path_is_the_reading_order_without_the_going_deeper_pages() -> 
     skipped = [path.name for path in order if path not in core]
     assert skipped and all(is_deeper_page(name) for name in skipped), skipped
     assert not any(is_deeper_page(path) for path in core)
-    assert {"intro.md", "notation.md", "03_scaling.ipynb"} <= {path.name for path in core}
+    assert {"intro.md", "notation.md", "04_scaling.ipynb"} <= {path.name for path in core}
     pages = [("03_a.ipynb", ["Scores, then weights."]), ("03a_a_deeper.ipynb", ["A {term}`logit <Logit>`."]),
              ("05_b.ipynb", ["Every logit of a row."])]
     assert first_use_in("Logit", pages)[::2] == ("03a_a_deeper.ipynb", True)

@@ -1,14 +1,15 @@
 """Each reserved letter of the notation page keeps its one meaning across the book.
 
-``book/notation.md`` ends with a table of reserved letters: ``| letter | meaning | defined as |``.
-This test reads that table and scans the prose math of every page (``$...$`` and ``$$...$$`` in the
-markdown cells of ``book/*.ipynb``, in ``book/*.md``, and in figure captions, the ``caption`` of a
-cell's metadata) for two things it can check mechanically:
+``book/notation.md`` ends with a table of reserved letters, ``| letter | meaning |``, and
+``book/about.md`` (the back-matter page for maintainers) has the same letters' ``| letter | may equal |``
+column. This test reads both tables and scans the prose math of every page (``$...$`` and ``$$...$$``
+in the markdown cells of ``book/*.ipynb``, in ``book/*.md``, and in figure captions, the ``caption`` of
+a cell's metadata) for two things it can check mechanically:
 
 1. Equations that define a reserved letter. In ``$E = \\exp(\\tilde S - \\max)$`` or
    ``$\\ldots, \\quad S = QK^\\top$`` the bare letter stands alone left of ``=``; its right-hand side
    (up to the next ``=``, comma, ``\\quad``, relation or the end of the math) must be one of the
-   forms in the "defined as" column (compared without spaces and thin spaces), or a number. "a
+   forms in the "may equal" column (compared without spaces and thin spaces), or a number. "a
    count" also allows expressions in other counts (``H = d_{\\text{model}}/16``), "written out" a
    matrix of numbers or an identity, "—" only a number.
 2. Letters introduced in words: "let $P$ be ...", "writing $W$ for ...", "$E$ the last axis ...",
@@ -40,6 +41,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK_DIR = REPO_ROOT / "book"
 NOTATION = BOOK_DIR / "notation.md"
+ABOUT = BOOK_DIR / "about.md"  # the "may equal" column of the reserved letters, for maintainers
 
 MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+)\$", re.DOTALL)
 CODE = re.compile(r"`[^`\n]*`")  # inline code may hold a dollar sign
@@ -58,7 +60,7 @@ COUNT_TOKENS = re.compile(r"d_\{\\text\{\w+\}\}|[dnH]_\{?\w+\}?|(?<![A-Za-z\\])[
 class Reserved:
     symbol: str  # as written in the table, e.g. "S", "\\ell", "d_{\\text{model}}"
     meaning: str
-    forms: tuple[str, ...]  # normalised right-hand sides from the "defined as" column
+    forms: tuple[str, ...]  # normalised right-hand sides from about.md's "may equal" column
     kinds: tuple[str, ...]  # "a count", "written out", "—"
 
 
@@ -76,15 +78,34 @@ def normalise(tex: str) -> str:
     return SPACING.sub("", tex).rstrip(".")
 
 
-def parse_reserved(markdown: str) -> dict[str, Reserved]:
-    """The rows of the table under "## Reserved letters", by symbol."""
-    section = markdown.split("## Reserved letters", 1)[1]
-    table: dict[str, Reserved] = {}
+def _table_rows(markdown: str, after: str) -> list[tuple[str, str]]:
+    """The two-column rows ``| $letters$ | text |`` of the first table after the heading ``after``."""
+    section = markdown.split(after, 1)[1]
+    rows = []
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 3 or not cells[0].startswith("$"):
-            continue
-        letters, meaning, defined = cells
+        if rows and not line.startswith("|"):
+            break  # the end of the table
+        if len(cells) == 2 and cells[0].startswith("$"):
+            rows.append((cells[0], cells[1]))
+    return rows
+
+
+def parse_reserved(markdown: str, rules: str) -> dict[str, Reserved]:
+    """The reserved letters by symbol: their meanings from the notation page's table (under "## Reserved
+    letters") and what each may equal from about.md's (under "## How the notation is checked")."""
+    meanings = _table_rows(markdown, "## Reserved letters")
+    allowed_rhs = dict(_table_rows(rules, "## How the notation is checked"))
+    missing = [letters for letters, _ in meanings if letters not in allowed_rhs]
+    extra = sorted(set(allowed_rhs) - {letters for letters, _ in meanings})
+    if missing or extra:
+        raise ValueError(
+            f"the reserved letters of notation.md and about.md differ: {missing or ''} only in "
+            f"notation.md, {extra or ''} only in about.md"
+        )
+    table: dict[str, Reserved] = {}
+    for letters, meaning in meanings:
+        defined = allowed_rhs[letters]
         meaning = re.sub(r"\{term\}`([^`<]*?)\s*(?:<[^>]*>)?`", r"\1", meaning)  # {term}`x <X>` -> x
         forms = tuple(normalise(f) for f in re.findall(r"\$([^$]+)\$", defined))
         kinds = tuple(k.strip() for k in re.sub(r"\$[^$]+\$", "", defined).split(";") if k.strip())
@@ -223,7 +244,7 @@ PAGES = sorted(BOOK_DIR.glob("*.ipynb")) + sorted(BOOK_DIR.glob("*.md"))
 
 @pytest.fixture(scope="module")
 def table() -> dict[str, Reserved]:
-    return parse_reserved(NOTATION.read_text(encoding="utf-8"))
+    return parse_reserved(NOTATION.read_text(encoding="utf-8"), ABOUT.read_text(encoding="utf-8"))
 
 
 def test_reserved_table_parses(table):
@@ -232,6 +253,18 @@ def test_reserved_table_parses(table):
     assert "QK^\\top" in table["S"].forms
     assert "a count" in table["n"].kinds
     assert table["J"].meaning == "Jacobian of the softmax"
+
+
+def test_the_two_tables_must_list_the_same_letters():
+    """A letter added to the notation page and not to about.md (or the reverse) is an error, not a letter
+    that may equal nothing."""
+    notation = "## Reserved letters\n\n| letter | meaning |\n| --- | --- |\n| $Q$ | queries |\n| $Z$ | z |\n"
+    rules = "## How the notation is checked\n\n| letter | may equal |\n| --- | --- |\n| $Q$ | $XW_Q$ |\n"
+    with pytest.raises(ValueError, match=r"\$Z\$"):
+        parse_reserved(notation, rules)
+    after = "\nAfter the table.\n| $Z$ | a count |\n"  # a row after the table's end is not read
+    both = parse_reserved(notation.replace("| $Z$ | z |\n", ""), rules + after)
+    assert set(both) == {"Q"} and both["Q"].forms == ("XW_Q",)
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)

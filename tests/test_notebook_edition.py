@@ -118,20 +118,21 @@ def test_exercises_are_numbered_headings_each_followed_by_its_solution(built, na
 
 
 def test_references_become_plain_text(built):
-    text = _markdown(built["03_scaling.ipynb"])
-    assert "**Theorem 3.1** (Variance of a dot product)." in text
+    text = _markdown(built["04_scaling.ipynb"])
+    assert "**Theorem 4.1** (Variance of a dot product)." in text
     assert "*Proof.*" in text
-    assert "“Queries, keys and values” (chapter 2)" in text  # a {ref} into another chapter
+    assert "“Worked examples by hand” (chapter 3)" in text  # a {doc} into another chapter
+    assert "Figure 2.1" in text  # a {numref} to another chapter's figure (the pipeline)
     assert "[Vaswani et al., 2017]" in text  # {cite}, as the HTML's author-year label
     assert "[Glorot and Bengio, 2010]" in text  # two authors
-    references = built["03_scaling.ipynb"].cells[-1].source
+    references = built["04_scaling.ipynb"].cells[-1].source
     assert references.startswith("## References\n")
     assert "attention is all you need" in references.lower()
 
 
 def test_the_chapter_data_is_read_from_the_package(built):
-    # chapter 5's agreement data with PyTorch is read on its going-deeper page
-    code = "\n".join(c.source for c in _code(built["05a_implementation_deeper.ipynb"]))
+    # chapter 6's agreement data with PyTorch is read on its going-deeper page
+    code = "\n".join(c.source for c in _code(built["06a_implementation_deeper.ipynb"]))
     assert "torch_agreement()" in code and "data/" not in code
 
 
@@ -345,8 +346,12 @@ def _source_figures(name: str) -> list[dict]:
     return [options for c in source.cells if c.cell_type == "code" and (options := edition.figure_options(c))]
 
 
-# Every chapter has figures; a going-deeper page may have none (05a reads tables only).
-FIGURED = [name for name in CHAPTERS if not edition.is_deeper_page(name) or _source_figures(name)]
+# The pages with captioned figures (06, code and tables, and some going-deeper pages have none).
+FIGURED = [name for name in CHAPTERS if _source_figures(name)]
+
+
+def test_most_chapters_have_captioned_figures():
+    assert len([n for n in FIGURED if not edition.is_deeper_page(n)]) >= 5, FIGURED
 
 
 @pytest.mark.parametrize("name", FIGURED)
@@ -368,17 +373,18 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
             assert "data:image/png;base64," in cells[i].source, f"{name}: a solution's caption, no figure"
         else:
             outputs = cells[i - 1].get("outputs", []) if cells[i - 1].cell_type == "code" else []
-            assert any("image/png" in o.get("data", {}) for o in outputs), (
+            # a plotted image, or a drawn schematic (attnlib.pipeline's inline SVG, as HTML)
+            assert any("image/png" in (d := o.get("data", {})) or "<svg" in "".join(d.get("text/html", ""))
+                       for o in outputs), (
                 f"{name}: the caption in cell {i} is not under its figure"
             )
 
 
 def test_figure_references_read_as_the_figures_are_numbered(built):
-    text = _markdown(built["03_scaling.ipynb"])
-    assert "In Figure 3.1, under $1/d_k$" in text
+    text = _markdown(built["04_scaling.ipynb"])
+    assert "In Figure 4.1, under $1/d_k$" in text
     # a going-deeper page refers to its chapter's figures by the chapter's numbers
-    assert "the top panel of Figure 3.1." in _markdown(built["03a_scaling_deeper.ipynb"])
-    assert "Figure 5.1 shows both on" in _markdown(built["05_implementation.ipynb"])
+    assert "the top panel of Figure 4.1." in _markdown(built["04a_scaling_deeper.ipynb"])
 
 
 def test_a_figure_without_a_name_keeps_its_caption_unnumbered():
@@ -395,7 +401,7 @@ def test_a_figure_without_a_name_keeps_its_caption_unnumbered():
 
 def test_two_works_of_the_same_authors_and_year_are_cited_with_letters(built):
     """As the References page labels them (book/_ext/bibstyle.py): 2023a and 2023b, never two 2023s."""
-    text = _markdown(built["06_complexity.ipynb"])
+    text = _markdown(built["07_complexity.ipynb"])
     assert "[Touvron et al., 2023a]" in text and "[Touvron et al., 2023b]" in text
     assert "[Touvron et al., 2023]" not in text
-    assert "[Vaswani et al., 2017]" in _markdown(built["03_scaling.ipynb"])  # no letter when unique
+    assert "[Vaswani et al., 2017]" in _markdown(built["04_scaling.ipynb"])  # no letter when unique

@@ -35,19 +35,36 @@ def _words(n: int, word: str = "word") -> str:
     return " ".join([word] * n)
 
 
-def _cell(source: str, output: str, classes: tuple[str, ...] = ("cell",)) -> nodes.container:
-    """A code cell as MyST-NB writes it: its source, and an output that is plain text."""
-    code = nodes.container("", nodes.literal_block(source, source), classes=["cell_input"])
-    out = nodes.container("", nodes.paragraph("", output), classes=["cell_output"])
-    return nodes.container("", code, out, classes=list(classes))
+def _cell(source: str, output: nodes.Node | str, hide_mode: str | None = None) -> nodes.container:
+    """A code cell as MyST-NB writes it: its source, and an output (plain text unless a node is given)."""
+    code = nodes.container("", nodes.literal_block(source, source), classes=["cell_input"],
+                           nb_element="cell_code_source")
+    shown = nodes.literal_block(output, output) if isinstance(output, str) else output
+    out = nodes.container("", shown, classes=["cell_output"], nb_element="cell_code_output")
+    cell = nodes.container("", code, out, classes=["cell"], nb_element="cell_code")
+    if hide_mode:
+        cell["hide_mode"] = hide_mode
+    return cell
 
 
 # --------------------------------------------------------------------------- minutes
-@pytest.mark.parametrize(("words", "expected"), [(0, 1), (1, 1), (80, 1), (81, 2), (160, 2), (161, 3),
-                                                 (4001, 51)])
-def test_minutes_round_up_at_80_words_a_minute_and_are_at_least_one(words: int, expected: int) -> None:
-    assert rt.WORDS_PER_MINUTE == 80  # a study pace: 14,000 words of prose in about three hours
+@pytest.mark.parametrize(("words", "expected"), [(0, 1), (1, 1), (110, 1), (111, 2), (220, 2), (221, 3),
+                                                 (4001, 37)])
+def test_prose_minutes_round_up_at_110_words_a_minute_and_are_at_least_one(words: int, expected: int) -> None:
+    assert rt.WORDS_PER_MINUTE == 110  # the learner's measured 100-120 words a minute
     assert rt.minutes(words) == expected
+
+
+@pytest.mark.parametrize(("cost", "seconds"), [
+    (rt.Cost(code_cells=1, lines=5), 15 + 5 * 3),
+    (rt.Cost(figures=2), 60),
+    (rt.Cost(explorers=1), 120),
+    (rt.Cost(words=55, code_cells=2, lines=10, figures=1, explorers=1), 30 + 30 + 30 + 30 + 120),
+])
+def test_code_outputs_figures_and_explorers_take_their_own_time(cost: rt.Cost, seconds: float) -> None:
+    assert cost.seconds == pytest.approx(seconds)
+    assert (cost + rt.Cost(words=110)).seconds == pytest.approx(seconds + 60)
+    assert rt.Cost(code_cells=4).minutes == 1 and rt.Cost(code_cells=5).minutes == 2  # 60 s, then 75 s
 
 
 def test_minutes_of_a_negative_count_is_an_error() -> None:
@@ -56,9 +73,10 @@ def test_minutes_of_a_negative_count_is_an_error() -> None:
 
 
 def test_lines_say_the_minutes() -> None:
-    assert rt.section_line(4) == "About 4 min read"
-    assert rt.page_line(20, exercises=True) == "About 20 min of reading, plus exercises"
-    assert rt.page_line(13, exercises=False) == "About 13 min of reading"
+    assert rt.section_line(4) == "About 4 min"
+    assert rt.page_line(20, exercises=True) == (
+        "About 20 min of reading with the code and figures, plus exercises")
+    assert rt.page_line(13, exercises=False) == "About 13 min of reading with the code and figures"
 
 
 # --------------------------------------------------------------------------- words
@@ -82,20 +100,38 @@ def test_count_words_counts_prose_only(markdown: str, expected: int) -> None:
     assert rt.count_words(_doctree(markdown)) == expected
 
 
-def test_a_code_cell_counts_nothing_not_even_its_text_output() -> None:
+def test_a_code_cell_is_no_prose_but_its_code_and_output_lines_take_time() -> None:
     prose = nodes.paragraph("", "Three words here.")
-    cell = _cell("x = attention(Q, K, V)\nprint(x)", "an output of six plain words")
-    assert rt.count_words(nodes.section("", prose, cell)) == 3
-    # The same containers without MyST-NB's classes would count the output: the rule is the class.
-    bare = cell.deepcopy()
-    for container in bare.findall(nodes.container):
-        container["classes"] = []
-    assert rt.count_words(nodes.section("", prose.deepcopy(), bare)) == 3 + 6
+    cell = _cell("x = attention(Q, K, V)\n\nprint(x)", "[[0.43 0.30 0.26]\n [0.31 0.41 0.28]]")
+    section = nodes.section("", prose, cell)
+    assert rt.count_words(section) == 3
+    assert rt.measure(section) == rt.Cost(words=3, code_cells=1, lines=2 + 2)  # blank lines not counted
 
 
-def test_a_hidden_cell_counts_nothing() -> None:
-    cell = _cell("plot()", "a hidden output of seven plain words", classes=("cell", "tag_hide-cell"))
-    assert rt.count_words(nodes.section("", nodes.paragraph("", "Two words."), cell)) == 2
+@pytest.mark.parametrize(("hide_mode", "expected"), [
+    ("all", rt.Cost()), ("input", rt.Cost(lines=1)), ("output", rt.Cost(code_cells=1, lines=1)),
+    ("input+output", rt.Cost()), (None, rt.Cost(code_cells=1, lines=2)),
+])
+def test_what_hides_behind_a_toggle_is_not_counted(hide_mode: str | None, expected: rt.Cost) -> None:
+    assert rt.measure(_cell("plot()", "one line out", hide_mode)) == expected
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    (nodes.raw("", '<figure class="attnlib-explorer"><table><tr><td>1</td></tr></table></figure>',
+               format="html"), rt.Cost(explorers=1)),
+    (nodes.raw("", '<svg role="img"><title>t</title></svg>', format="html"), rt.Cost(figures=1)),
+    (nodes.image(uri="fig.png"), rt.Cost(figures=1)),
+    (nodes.raw("", "<table><tr><th>a</th></tr><tr><td>1</td></tr><tr><td>2</td></tr></table>",
+               format="html"), rt.Cost(lines=3)),  # a table: its rows
+    (nodes.paragraph("", "a markdown output"), rt.Cost(lines=1)),
+])
+def test_an_output_costs_its_lines_rows_figure_or_explorer(output: nodes.Node, expected: rt.Cost) -> None:
+    assert rt.measure(_cell("show()", output)) == expected + rt.Cost(code_cells=1, lines=1)
+
+
+def test_markdown_code_blocks_and_images_in_the_prose_count_too() -> None:
+    doc = _doctree("Text here.\n\n```python\nx = 1\ny = 2\n```\n\n![a plot](plot.png)\n")
+    assert rt.measure(doc) == rt.Cost(words=2, lines=2, figures=1)
 
 
 def test_count_words_leaves_out_the_subtrees_it_is_told_to_skip() -> None:
@@ -149,16 +185,17 @@ def test_page_times_time_each_section_and_leave_the_exercises_and_quiz_out() -> 
     titles = [t.title for t in times.sections]
     assert titles == ["Learning objectives", "The variance"], "no line for Exercises and the quiz"
     assert [t.words for t in times.sections] == [2 + 150, 2 + 301 + 2 + 148]  # titles are read too
-    assert [t.minutes for t in times.sections] == [2, 6]  # 152 / 80 and 453 / 80, rounded up
+    # 152 words: 83 s; 453 words and a one-line code block: 247 s + 3 s; rounded up
+    assert [t.minutes for t in times.sections] == [2, 5]
     assert times.words == 2 + 98 + 152 + 453, "the intro and the timed sections, not the exercises"
-    assert times.minutes == 9 and times.exercises  # 705 / 80
+    assert times.minutes == 7 and times.exercises  # 705 words (385 s) and the code line
 
 
 def test_a_page_without_exercises_says_so_and_counts_everything() -> None:
     times = rt.page_times(_doctree(f"# Deeper\n\n{_words(10)}\n\n## Summary\n\n{_words(199)}\n"))
     assert times is not None and not times.exercises
-    assert (times.words, times.minutes) == (1 + 10 + 1 + 199, 3)
-    assert [t.minutes for t in times.sections] == [3]
+    assert (times.words, times.minutes) == (1 + 10 + 1 + 199, 2)  # 211 words: 115 s
+    assert [t.minutes for t in times.sections] == [2]
 
 
 def test_a_document_without_a_section_has_no_times() -> None:
@@ -171,7 +208,7 @@ def test_add_lines_puts_each_line_after_its_title_never_inside() -> None:
     assert times is not None
     rt.add_lines(times)
     lines = list(doc.findall(rt.ReadingTime))
-    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 9), ("section", 2), ("section", 6)]
+    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 7), ("section", 2), ("section", 5)]
     for line in lines:
         section = line.parent
         assert isinstance(section, nodes.section)
@@ -227,10 +264,11 @@ def test_html_has_a_line_under_the_title_and_each_section_but_not_the_exercises(
     run = _sphinx(project, "html")
     assert run.returncode == 0, run.stdout + run.stderr
     page = (project / "html" / "01_chapter.html").read_text(encoding="utf-8")
-    assert "output output" in page, "the cell's output is on the page (and was not counted)"
+    assert "output output" in page, "the cell's output is on the page (and was counted as a line)"
     lines = re.findall(r'<p class="reading-time">([^<]*)</p>', page)
-    # the page: 2 + 50 + 2 + 250 words (not the output's 400, not the exercises' 301) -> 4 min
-    assert lines == ["About 4 min of reading, plus exercises", "About 4 min read"], lines
+    # the page: 2 + 50 + 2 + 250 words (166 s; not the output's 400 words, not the exercises' 301) and a
+    # cell of one line with one line of output (15 + 3 + 3 s) -> 187 s, 4 min; the section 158.5 s, 3 min
+    assert lines == ["About 4 min of reading with the code and figures, plus exercises", "About 3 min"], lines
     assert re.search(r'</h1>\s*<p class="reading-time">About 4 min of reading', page)
     assert re.search(r'First section<a class="headerlink"[^>]*>[^<]*</a></h2>\s*<p class="reading-time">',
                      page)
@@ -274,7 +312,9 @@ def test_the_path_table_sums_core_and_deeper_minutes() -> None:
     rows = rt.reading_path({"book/01_a": (50, True), "book/02_b": (40, True), "book/02a_c": (25, False)})
     table = rt.path_table(rows, link=lambda p: p.split("/")[1] + ".html", title=lambda p: p.upper())
     soup = BeautifulSoup(table, "html.parser")
-    assert soup.caption and "80 words a minute, exercises not included" in soup.caption.get_text()
+    caption = soup.caption.get_text()
+    assert "with the code, outputs, figures and explorers" in caption and "110 words a minute" in caption
+    assert "doing the exercises and the quizzes not included" in caption
     body = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
             for tr in soup.tbody.find_all("tr")]
     assert body == [["BOOK/01_A", "50 min", "none"], ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min"]]
@@ -290,3 +330,12 @@ def test_the_path_table_names_a_going_deeper_page_by_what_it_holds() -> None:
     soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=titles.__getitem__), "html.parser")
     assert soup.find("a", href="book/03a_d").get_text() == "one draw, and training"
     assert soup.find("a", href="book/03_s").get_text() == "3. Why divide"
+
+
+def test_the_path_table_says_what_a_first_evening_reads() -> None:
+    rows = rt.reading_path({"book/01_a": (20, True), "book/02_b": (35, True), "book/02a_x": (10, False),
+                            "book/03_c": (30, True), "book/04_d": (25, True)})
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p), "html.parser")
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in soup.tfoot.find_all("tr")]
+    assert foot == [["All chapters", "1 h 50 min", "10 min"],
+                    ["A first evening: chapters 1–3", "1 h 25 min", "10 min"]]

@@ -113,7 +113,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory,
     script = str(ROOT / "book" / "_ext" / "student.py")
     for edition in ("student", "full"):
         jobs[edition] = ([sys.executable, script, "--edition", edition, "--out", str(out / edition)], ROOT)
-    order = sorted(jobs, key=lambda k: (k != "03_scaling.ipynb", k not in ("student", "full"), k))
+    order = sorted(jobs, key=lambda k: (k != "04_scaling.ipynb", k not in ("student", "full"), k))
 
     def run(key: str) -> tuple[subprocess.CompletedProcess, float]:
         argv, cwd = jobs[key]
@@ -149,7 +149,7 @@ def test_every_solution_of_the_chapters_is_marked(name):
 
 
 def test_the_check_by_hand_answer_is_a_region_of_its_box():
-    nb = nbformat.read(ROOT / "book" / "04_worked_examples.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "book" / "03_worked_examples.ipynb", as_version=4)
     (cell,) = [c for c in nb.cells if "Check by hand" in c.source]
     (region,) = nbe.solution_regions(cell.source)
     assert region.startswith(":::{admonition} Answer") and nbe.is_solution(cell)
@@ -380,7 +380,7 @@ def test_the_student_page_keeps_every_exercise_and_shows_no_solution(runs, name)
 
 
 def test_the_check_by_hand_box_keeps_its_question_and_loses_its_answer(runs):
-    full, st = (_page(b, "04_worked_examples.ipynb") for b in (runs.full, runs.student))
+    full, st = (_page(b, "03_worked_examples.ipynb") for b in (runs.full, runs.student))
     for page in (full, st):
         assert "Check by hand" in page and "divide the one for" in page
     box = full.split("Check by hand")[1].split("</section>")[0]

@@ -22,7 +22,7 @@ TORCH_AGREEMENT = "torch_agreement.json"
 def torch_agreement() -> dict[str, Any]:
     """How closely attnlib agrees with PyTorch's SDPA, as measured by ``bench/torch_agreement.py``.
 
-    The book builds without PyTorch; this file holds the figures chapter 5 quotes (the largest
+    The book builds without PyTorch; this file holds the figures chapter 6 quotes (the largest
     difference per dtype over the cross-check's random cases, the tolerances asserted, and what each
     library returns for a fully masked row).
     """

@@ -15,10 +15,10 @@ nears the viewport) on pages that show such a figure.
   :class:`~attnlib.trace.AttentionTrace`
 * :mod:`attnlib.interactive.qkv_explorers` – the "Cat sits" stepper and the click-a-word
   explorer of chapter 2
-* :mod:`attnlib.interactive.scaling_explorers` – chapter 3's static scaling and variance explorers
+* :mod:`attnlib.interactive.scaling_explorers` – chapter 4's static scaling and variance explorers
   (:func:`~attnlib.interactive.scaling_explorers.scaling_explorer`,
   :func:`~attnlib.interactive.scaling_explorers.variance_explorer`)
-* :mod:`attnlib.interactive.beyond_explorers` – chapter 7's causal-mask and heads explorers
+* :mod:`attnlib.interactive.beyond_explorers` – chapter 5's causal-mask and heads explorers
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
   (:func:`~attnlib.interactive.live.explore`, :func:`~attnlib.interactive.live.live_scaling_explorer`);
   the static book shows a note instead

@@ -415,7 +415,7 @@ class StaticFigure:
         """The active state's panel, then every other state's panel in a ``<template>``.
 
         A template's content is parsed but inert: it is not rendered, styled or laid out, so a figure of
-        60 states costs the page one panel of layout, not 60 (chapter 3: 4,500 elements). ``explorer.js``
+        60 states costs the page one panel of layout, not 60 (chapter 4: 4,500 elements). ``explorer.js``
         clones a panel into the page when its state is chosen; the book moves the template and the spec
         into a script the page loads when the figure nears the viewport (``book/_ext/offline_book.py``).
         """

@@ -1,4 +1,4 @@
-"""Chapter 7's explorers, interactive in the static HTML: causal masking and the heads.
+"""Chapter 5's explorers, interactive in the static HTML: causal masking and the heads.
 
 As in :mod:`attnlib.interactive.trace_explorers`, every state is computed here, in
 Python, from traces attnlib returned, with its numbers in words and tables for

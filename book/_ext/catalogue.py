@@ -5,11 +5,13 @@ Every exercise of a chapter opens with one line that says what it asks and how l
     *Level 2, code · objective 4.3 · about 15 min*
 
 (level 1 is a computation by hand, 2 a change to the code, 3 a derivation or an explanation; the
-objective is item 3 of chapter 4's numbered "Learning objectives"). The level says what kind of work
+objective is item 3 of chapter 3's numbered "Learning objectives"). The level says what kind of work
 an exercise is, not how hard: an exercise beyond the chapter's core, for strong students or projects,
 ends its line with ``· challenge`` (``*Level 3, derive or explain · objective 3.5 · about 20 min ·
 challenge*``), and every other exercise is *core*, within reach of the book's learner after the
-chapter's core. Challenge exercises come last in their chapter. An exercise with a computable
+chapter's core. Challenge exercises come last in their chapter. One core exercise of each chapter, the
+one to do if a learner does only one, ends its line with ``· essential`` instead (``*Level 1, by hand ·
+objective 3.2 · about 15 min · essential*``); an exercise is never both. An exercise with a computable
 answer is followed, before its solution, by one cell per answer that the learner runs::
 
     answer = ...  # <what to submit>
@@ -20,8 +22,8 @@ tables an instructor plans with, so that the instructors' page can never disagre
 
 ``{exercise-catalogue}``
     For every chapter, its numbered objectives with the exercises serving each, and a table of its
-    exercises (level, core or challenge, objective, time, checked answers); before them, a summary of
-    the counts and minutes by chapter, level and pitch (core or challenge).
+    exercises (level, core, essential or challenge, objective, time, checked answers); before them, a
+    summary of the counts and minutes by chapter, level and pitch (core or challenge).
 ``{course-plan}``
     A course plan written in YAML in the directive's body (lectures, each with its minutes, what it
     teaches, the objectives it covers and the exercises set in class and as homework). The directive
@@ -43,8 +45,9 @@ import yaml
 
 BOOK = Path(__file__).resolve().parent.parent
 CHALLENGE = "challenge"  # the word that ends the tag line of an exercise beyond the chapter's core
+ESSENTIAL = "essential"  # the word that ends the tag line of the one core exercise to do first
 TAG = re.compile(r"^\*Level ([123]), (by hand|code|derive or explain) · "
-                 r"objective (\d+)\.(\d+) · about (\d+) min( · " + CHALLENGE + r")?\*$")
+                 r"objective (\d+)\.(\d+) · about (\d+) min(?: · (" + CHALLENGE + "|" + ESSENTIAL + r"))?\*$")
 KINDS = {1: "by hand", 2: "code", 3: "derive or explain"}
 EXERCISE = re.compile(r"^:::\{exercise\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label:\s*(\S+)\s*\n(.*?)^:::",
                       re.M | re.S)
@@ -71,6 +74,7 @@ class Exercise:
     objective: tuple[int, int] | None = None  # (chapter, item)
     minutes: int | None = None
     challenge: bool = False  # beyond the chapter's core; False for a core exercise
+    essential: bool = False  # the chapter's one exercise to do first (always core)
     solution: tuple[int, int] | None = None  # cells of its gated solution, start and end
     checks: list[str] = field(default_factory=list)  # labels of its learner's check cells
 
@@ -119,10 +123,7 @@ def read_chapter(path: Path | str) -> Chapter:
         for m in EXERCISE.finditer(cell.source):
             first = m.group(2).strip("\n").split("\n")[0].strip()
             ex = Exercise(m.group(1), number, i, first)
-            if t := TAG.match(first):
-                ex.level, ex.kind, ex.minutes = int(t[1]), t[2], int(t[5])
-                ex.objective = (int(t[3]), int(t[4]))
-                ex.challenge = bool(t[6])
+            apply_tag(ex)
             exercises.append(ex)
     for ex in exercises:
         if ex.label in starts:
@@ -138,6 +139,15 @@ def read_chapter(path: Path | str) -> Chapter:
     return Chapter(path, number, title, objectives or [], exercises, check_cells)
 
 
+def apply_tag(ex: Exercise) -> Exercise:
+    """Fill in the level, kind, objective, minutes and pitch of ``ex`` from its tag line, when it parses."""
+    if t := TAG.match(ex.first_line):
+        ex.level, ex.kind, ex.minutes = int(t[1]), t[2], int(t[5])
+        ex.objective = (int(t[3]), int(t[4]))
+        ex.challenge, ex.essential = t[6] == CHALLENGE, t[6] == ESSENTIAL
+    return ex
+
+
 def chapters(book: Path = BOOK) -> list[Chapter]:
     """Every numbered chapter of the book, in order."""
     return [read_chapter(p) for p in sorted(book.glob("[0-9][0-9]_*.ipynb"))]
@@ -149,7 +159,8 @@ def tag_problems(chapter: Chapter) -> list[str]:
     for ex in chapter.exercises:
         if ex.level is None:
             problems.append(f"{ex.label}: first line {ex.first_line!r} is not "
-                            "'*Level L, kind · objective N.k · about M min*' (or '... min · challenge*')")
+                            "'*Level L, kind · objective N.k · about M min*' (or '... min · challenge*', "
+                            "'... min · essential*')")
             continue
         if ex.kind != KINDS[ex.level]:
             problems.append(f"{ex.label}: level {ex.level} is {KINDS[ex.level]!r}, not {ex.kind!r}")
@@ -213,12 +224,12 @@ def _minutes(exercises: list[Exercise]) -> int:
 
 
 def _pitch(ex: Exercise) -> str:
-    return "**challenge**" if ex.challenge else "core"
+    return "**challenge**" if ex.challenge else "core, **essential**" if ex.essential else "core"
 
 
 def _served(ex: Exercise) -> str:
-    """An exercise named in a list: its number, and "challenge" when it is one."""
-    return _ref(ex.label) + (" (challenge)" if ex.challenge else "")
+    """An exercise named in a list: its number, and "challenge" or "essential" when it is one."""
+    return _ref(ex.label) + (" (challenge)" if ex.challenge else " (essential)" if ex.essential else "")
 
 
 def catalogue_markdown(book: list[Chapter]) -> str:
@@ -245,7 +256,8 @@ def catalogue_markdown(book: list[Chapter]) -> str:
             serving = [_served(ex) for ex in ch.exercises if ex.objective == (ch.number, k)]
             lines.append(f"{k}. *Objective {ch.number}.{k}:* {objective} "
                          f"— {', '.join(serving) if serving else 'the quiz and the text; no exercise'}")
-        lines += ["", "| Exercise | Level | Core or challenge | Objective | Time | Checked answers |",
+        lines += ["", "| Exercise | Level | Core, essential or challenge | Objective | Time | "
+                  "Checked answers |",
                   "|:--|:--|:--|:--|--:|--:|"]
         for ex in ch.exercises:
             level = f"{ex.level}, {ex.kind}" if ex.level else "—"
@@ -261,7 +273,8 @@ def plan_markdown(summary: str, lectures: list[Lecture], book: list[Chapter]) ->
 
     def listed(labels: list[str]) -> str:
         return ", ".join(f"{_ref(label)} ({by_label[label].minutes} min"
-                         f"{', challenge' if by_label[label].challenge else ''})"
+                         f"{', challenge' if by_label[label].challenge else ''}"
+                         f"{', essential' if by_label[label].essential else ''})"
                          for label in labels) or "none"
 
     homework_total = sum(_minutes([by_label[label] for label in lec.homework]) for lec in lectures)
@@ -331,5 +344,5 @@ def setup(app: Any) -> dict[str, Any]:
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
-__all__ = ["Chapter", "CatalogueError", "Exercise", "Lecture", "catalogue_markdown", "chapters",
+__all__ = ["Chapter", "CatalogueError", "Exercise", "Lecture", "apply_tag", "catalogue_markdown", "chapters",
            "parse_plan", "plan_markdown", "read_chapter", "tag_problems"]

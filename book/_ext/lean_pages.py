@@ -263,7 +263,7 @@ def unwrap_plain_tokens(html: str) -> str:
 # keywords and operators next to each other) need one span: the pydata styles give, e.g., strings,
 # their prefixes, interpolation braces and operators the same colour in light and dark. Spans whose
 # classes have the same declarations in every theme mode and stand next to each other, or apart by
-# spaces only, become one span of the first class (chapter 3: 3,789 spans -> 3,271, 12 kB).
+# spaces only, become one span of the first class (chapter 4: 3,789 spans -> 3,271, 12 kB).
 _TOKEN_SPAN = re.compile(r'<span class="(\w+)">([^<]*)</span>')
 _PYGMENTS_BODY = re.compile(r'html\[data-theme="(\w+)"\] \.highlight \.(\w+) \{([^}]*)\}')
 
@@ -363,7 +363,7 @@ def _root_redirect(outdir: Path, app: Sphinx) -> None:
 # ------------------------------------------------------------------------------------------ tab stops
 # pydata-sphinx-theme gives each code block and output that scrolls sideways a tab stop in one pass at
 # the load event, reading each box's width and writing its tabindex in turn, so that every write made the
-# next read lay the page out again: on chapter 3 (15,000 elements) the longest task of the page, 0.7 s on
+# next read lay the page out again: on chapter 4 (15,000 elements) the longest task of the page, 0.7 s on
 # Lighthouse's phone. book/_static/scroll-stops.js does the same job for the same boxes in short tasks;
 # the theme's pass is taken out of its script here. The theme's other listeners (resize, new nodes)
 # belong to that pass and go with it.
@@ -391,7 +391,7 @@ def drop_theme_tab_stops(script: str) -> str | None:
 # ------------------------------------------------------------------------------- scripts after paint
 # A deferred script still downloads beside the page's HTML and stylesheets and runs before the page is
 # shown to be ready; on a slow connection the page's first paint waits for the bandwidth they take
-# (chapter 3: 16 scripts, 170 kB). None of them draws text: they add copy buttons, toggles, the theme's
+# (chapter 4: 16 scripts, 170 kB). None of them draws text: they add copy buttons, toggles, the theme's
 # menus, the explorers' controls. So they load after the first paint, in their order (async=false keeps
 # the order), with their attributes; each acts on a document that is already parsed, as a deferred
 # script does (each checks document.readyState, or uses only delegated events).
@@ -489,7 +489,7 @@ def scheme_before_first_paint(page: str) -> str:
 
 # ------------------------------------------------------------------------------------------- images
 # The figures of a chapter (PNG at twice their size, 20-60 kB each) are fetched when they come near the
-# viewport, not beside the page's text: Chrome gave the first five of chapter 3 (190 kB, all far below
+# viewport, not beside the page's text: Chrome gave the first five of chapter 4 (190 kB, all far below
 # the first screen) medium priority next to the HTML and stylesheets. Sphinx writes each figure's size
 # in its style; as width and height attributes too, it gives the box its aspect ratio before the image
 # arrives (figures.css scales the height with the column), so nothing moves when one does.

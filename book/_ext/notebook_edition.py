@@ -8,7 +8,7 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
 
 * every ``{glue:text}`` role is replaced by the value it shows in the HTML (read from the stored glue
   outputs and formatted by myst-nb's own function), and no code cell calls ``glue``;
-* cross-references and citations are plain text (``"Exercise 3.2"``, ``“Section title” (chapter 4)``,
+* cross-references and citations are plain text (``"Exercise 3.2"``, ``“Section title” (chapter 3)``,
   ``[Vaswani et al., 2017]``), with the works a chapter cites listed at its end;
 * exercises, theorems and proofs are Markdown headings and paragraphs, numbered as in the HTML;
   a figure's caption (``mystnb.figure`` in its cell's metadata) is a paragraph under it, "**Figure
@@ -165,8 +165,8 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def is_deeper_page(name: str | Path) -> bool:
-    """A going-deeper page (``03a_scaling_deeper.ipynb``, a letter after its chapter's number) holds
-    material its chapter (``03_scaling.ipynb``) leaves out of the core path: nested under the chapter in
+    """A going-deeper page (``04a_scaling_deeper.ipynb``, a letter after its chapter's number) holds
+    material its chapter (``04_scaling.ipynb``) leaves out of the core path: nested under the chapter in
     the table of contents, without learning objectives, exercises or a quiz of its own."""
     return re.match(r"\d\d[a-z]_", Path(name).name) is not None
 

@@ -16,11 +16,11 @@ Two jobs:
   only when a figure comes near the viewport, so plotly.js never blocks or
   delays the first paint. Pages without an explorer load neither.
 * An explorer carries its spec (the Plotly figure, ~10–25 kB) and, in an inert ``<template>``, the
-  panels of every state it does not show first (chapter 3's 60 states: 130 kB of tables). Both move
+  panels of every state it does not show first (chapter 4's 60 states: 130 kB of tables). Both move
   out of the page into ``_static/explorers/<hash>.js``, named by the figure's ``data-src``;
   explorer.js loads it with the plot, or at once when a control is used. A ``<script>`` element loads
   it from a page opened as a file too (``fetch`` would not). The page keeps the panel it shows, so it
-  reads the same without JavaScript. Chapter 3's page: 513 -> 340 kB.
+  reads the same without JavaScript. Chapter 4's page: 513 -> 340 kB.
 """
 
 from __future__ import annotations

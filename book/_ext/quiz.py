@@ -3,7 +3,7 @@
 A chapter ends with a quiz written in a small YAML file under ``book/quizzes/`` and placed by a
 directive whose argument is the file's path relative to the chapter::
 
-    ```{quiz} quizzes/03_scaling.yml
+    ```{quiz} quizzes/04_scaling.yml
     ```
 
 Each question is multiple choice with one right option (``kind: single``), multiple choice with one
@@ -125,7 +125,7 @@ class Quiz:
 
     @property
     def slug(self) -> str:
-        """The prefix of every HTML id of the quiz: ``quiz-03-scaling`` for ``03_scaling.yml``."""
+        """The prefix of every HTML id of the quiz: ``quiz-03-scaling`` for ``04_scaling.yml``."""
         return "quiz-" + re.sub(r"[^a-z0-9]+", "-", self.path.stem.lower()).strip("-")
 
 

@@ -1,41 +1,48 @@
-"""Local Sphinx extension: each chapter page says how long its prose takes to read, and so does each section.
+"""Local Sphinx extension: each chapter page says how long it takes to read, and so does each section.
 
 Under the title of a chapter page (``book/0*``: the chapters and their going-deeper pages such as
-``03a_scaling_deeper``) a line gives the whole page, "About 20 min of reading, plus exercises"
-("About 13 min of reading" on a page without exercises), and under each ``##`` heading a line gives
-that section, subsections included: "About 4 min read". The lines are paragraphs of text with the
-class ``reading-time`` (``attnbook.css`` sets them small and muted), placed after the heading, never
-inside it: the table of contents, the headings' anchors and the PDF's outline stay as they were.
+``04a_scaling_deeper``) a line gives the whole page, "About 20 min of reading with the code and figures,
+plus exercises" (without "plus exercises" on a page that has none), and under each ``##`` heading a line
+gives that section, subsections included: "About 4 min". The lines are paragraphs of text with the class
+``reading-time`` (``attnbook.css`` sets them small and muted), placed after the heading, never inside
+it: the table of contents, the headings' anchors and the PDF's outline stay as they were.
 
-What counts, at :data:`WORDS_PER_MINUTE` words a minute, rounded up to whole minutes (at least one).
-That is a study pace, not a skimming one (200-250 words a minute): the prose of this book is read with
-its formulas, code and figures, which are not counted but take their time inside that pace. A learner
-who read every chapter's prose, 29,000 words, took about six and a half hours, 75 words a minute.
+The model: what a reader reads and looks at, each at its own pace (:data:`PACE`), summed and rounded up
+to whole minutes (at least one).
 
-* prose: paragraphs, headings, list items, admonitions and dropdowns (an in-text answer is prose the
-  reader is invited to read), figure captions, tables written in Markdown, cross-references and
-  citations as the reader sees them (the count runs on the resolved doctree);
-* a word is a run of non-space characters holding a letter or a digit ("—" alone is none); an inline
-  formula ``$...$`` is one word, joined to the text it touches ("$n$-th" is one word);
-* a display formula counts as :data:`DISPLAY_MATH_WORDS` (none): the estimate is of the prose, and
-  formulas, code and figures take the time their reader gives them.
+* prose at :data:`WORDS_PER_MINUTE` (110) words a minute: paragraphs, headings, list items,
+  admonitions and dropdowns (an in-text answer is prose the reader is invited to read), figure captions,
+  tables written in Markdown, cross-references and citations as the reader sees them (the count runs on
+  the resolved doctree). A word is a run of non-space characters holding a letter or a digit ("—" alone
+  is none); an inline formula ``$...$`` is one word, joined to the text it touches ("$n$-th" is one
+  word); a display formula counts as :data:`DISPLAY_MATH_WORDS` (none);
+* each code cell whose source the page shows: 15 s, and 3 s a line of its code; code blocks written in
+  Markdown count their lines the same way;
+* each line of output the page shows (3 s): a line of text, a row of an HTML table; an explorer (an
+  ``attnlib-explorer`` figure, worked in the page) 2 min; a figure (an image, an inline SVG) 30 s.
+  Images in the prose are figures too.
 
-What does not count: code cells whole (MyST-NB's ``container`` of class ``cell``: their source and
-their outputs, hidden cells included; removed cells are not in the doctree), code blocks written in
-Markdown, raw HTML, images, comments and targets, footnote marks and the toctree.
+Cells hidden behind a toggle (``hide-cell``; ``hide-input`` for their source, ``hide-output`` for their
+output) are not counted: the reader may skip them; removed cells are not in the doctree. Raw HTML,
+comments, targets, footnote marks and the toctree are not counted.
 
-Sections without a line: "Exercises" and "Self-check quiz" (:data:`UNTIMED_SECTIONS`). Their time is
-the reader's work, not reading, so the page total leaves them out too and says "plus exercises" when the
-page has an Exercises section. The page total is the count of everything else on the page, its
-introduction under the title included, rounded once: it is at most the sum of the sections' minutes
-plus the introduction's, and at least that sum less one minute a section. "Learning objectives"
-and "Summary" are prose and are timed like any other section.
+The paces were set on a learner's measured reading of the whole book (a second-year student with the
+book's brief, commit 31b3948): prose at 100-120 words a minute, about 15 s a code cell, 3 s a line of
+code or output, 30 s a static figure and 2 min an explorer; with them the model gives that reader's
+minutes per chapter, code and figures included, to within a few minutes. It times reading, not doing:
+the exercises and the quiz are the reader's work.
+
+Sections without a line: "Exercises" and "Self-check quiz" (:data:`UNTIMED_SECTIONS`). The page total
+leaves them out too and says "plus exercises" when the page has an Exercises section. The page total is
+the cost of everything else on the page, its introduction under the title included, rounded once: it is
+at most the sum of the sections' minutes plus the introduction's, and at least that sum less one minute
+a section. "Learning objectives" and "Summary" are timed like any other section.
 
 Only HTML builders (``html``, ``dirhtml``, ``singlehtml``, ``epub``) get the lines; the lines are
 hidden in print (``attnbook.css``), so neither the PDF (printed from the HTML by ``print_pdf.py``) nor
 a LaTeX build shows them. The notebook edition is written from the notebooks, not from the doctree, and
 has none. The line is a node of its own whose HTML writer writes the text, so the search index, which
-reads the doctree's text, does not index "min read" on every chapter.
+reads the doctree's text, does not index "min" on every chapter.
 
 The pages are chosen by the regular expression ``reading_time_pages`` (configuration; by default
 :data:`CHAPTER_PAGES`), matched against the whole docname.
@@ -56,14 +63,53 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx import addnodes
 
-WORDS_PER_MINUTE = 80  # a study pace: the words are prose; formulas, code and figures are read too
+WORDS_PER_MINUTE = 110  # prose; code, outputs, figures and explorers have paces of their own (PACE)
 DISPLAY_MATH_WORDS = 0
 UNTIMED_SECTIONS = ("Exercises", "Self-check quiz")
 EXERCISES = "Exercises"
-CHAPTER_PAGES = r"book/0\d+[a-z]?_[^/]+"  # book/03_scaling, book/03a_scaling_deeper; not book/api/...
+CHAPTER_PAGES = r"book/0\d+[a-z]?_[^/]+"  # book/04_scaling, book/04a_scaling_deeper; not book/api/...
 CSS_CLASS = "reading-time"
 
 _WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Seconds a reader gives each thing a page shows besides its prose."""
+
+    code_cell: float = 15.0
+    line: float = 3.0  # of code or of output (a row of a table)
+    figure: float = 30.0
+    explorer: float = 120.0
+
+
+PACE = Pace()
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a part of a page holds: words of prose, code cells shown, lines of code and output shown,
+    figures and explorers."""
+
+    words: int = 0
+    code_cells: int = 0
+    lines: int = 0
+    figures: int = 0
+    explorers: int = 0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.words + other.words, self.code_cells + other.code_cells, self.lines + other.lines,
+                    self.figures + other.figures, self.explorers + other.explorers)
+
+    @property
+    def seconds(self) -> float:
+        return (self.words * 60 / WORDS_PER_MINUTE + self.code_cells * PACE.code_cell + self.lines * PACE.line
+                + self.figures * PACE.figure + self.explorers * PACE.explorer)
+
+    @property
+    def minutes(self) -> int:
+        """Whole minutes, rounded up, at least one."""
+        return max(1, math.ceil(self.seconds / 60 - 1e-9))
 
 
 class ReadingTime(nodes.General, nodes.Element):
@@ -85,6 +131,7 @@ class TimedSection:
     section: nodes.section
     words: int
     minutes: int
+    cost: Cost = Cost()
 
     @property
     def title(self) -> str:
@@ -101,14 +148,16 @@ class PageTimes:
     minutes: int
     exercises: bool
     sections: tuple[TimedSection, ...]
+    cost: Cost = Cost()
 
 
 # --------------------------------------------------------------------------- counting
 def minutes(words: int) -> int:
-    """Reading minutes of ``words`` words at :data:`WORDS_PER_MINUTE`, rounded up, at least one."""
+    """Reading minutes of ``words`` words of prose alone at :data:`WORDS_PER_MINUTE`, rounded up, at least
+    one."""
     if words < 0:
         raise ValueError(f"words must be zero or more, got {words}")
-    return max(1, math.ceil(words / WORDS_PER_MINUTE))
+    return Cost(words=words).minutes
 
 
 def _skipped(node: nodes.Node, skip: tuple[nodes.Node, ...]) -> bool:
@@ -152,6 +201,73 @@ def count_words(node: nodes.Node, skip: tuple[nodes.Node, ...] = ()) -> int:
     return sum(1 for word in _WORD.findall(text) if any(c.isalnum() for c in word))
 
 
+def _text_lines(node: nodes.Node) -> int:
+    return len([line for line in node.astext().splitlines() if line.strip()])
+
+
+def _output_cost(node: nodes.Node) -> Cost:
+    """What one shown output holds: lines of text, rows of a table, a figure or an explorer."""
+    if isinstance(node, nodes.image):
+        return Cost(figures=1)
+    if isinstance(node, nodes.raw):
+        text = node.astext()
+        if "attnlib-explorer" in text:
+            return Cost(explorers=1)
+        if "<svg" in text or "<img" in text:
+            return Cost(figures=1)
+        rows = len(re.findall(r"<tr[\s>]", text))
+        return Cost(lines=rows) if rows else Cost(lines=_text_lines(nodes.Text(re.sub(r"<[^>]+>", "", text))))
+    if isinstance(node, nodes.literal_block):
+        return Cost(lines=_text_lines(node))
+    if isinstance(node, nodes.Element) and node.children:
+        total = Cost()
+        for child in node.children:
+            total += _output_cost(child)
+        return total
+    return Cost(lines=_text_lines(node)) if isinstance(node, nodes.Text) else Cost()
+
+
+def _hidden(node: nodes.Element, part: str) -> bool:
+    """Whether a cell's ``part`` ("source" or "output") sits behind a toggle (MyST-NB's hide_mode)."""
+    mode = node.get("hide_mode")
+    return mode == "all" or (mode in ("input", "input+output") if part == "source"
+                             else mode in ("output", "input+output"))
+
+
+def _cells_cost(node: nodes.Node, skip: tuple[nodes.Node, ...]) -> Cost:
+    """The code cells, Markdown code blocks and images under ``node`` (``skip`` left out)."""
+    total = Cost()
+    stack = [node]
+    while stack:
+        here = stack.pop()
+        if any(here is s for s in skip) or isinstance(here, (nodes.Invisible, nodes.system_message)):
+            continue
+        if isinstance(here, nodes.container) and here.get("nb_element") == "cell_code":
+            for part in here.findall(nodes.container):
+                kind = part.get("nb_element")
+                if kind == "cell_code_source" and not _hidden(here, "source"):
+                    code = sum(_text_lines(block) for block in part.findall(nodes.literal_block))
+                    total += Cost(code_cells=1, lines=code)
+                elif kind == "cell_code_output" and not _hidden(here, "output"):
+                    total += _output_cost(part)
+            continue
+        if isinstance(here, nodes.literal_block):
+            total += Cost(lines=_text_lines(here))
+            continue
+        if isinstance(here, nodes.image):
+            total += Cost(figures=1)
+            continue
+        if isinstance(here, nodes.Element):
+            stack.extend(here.children)
+    return total
+
+
+def measure(node: nodes.Node, skip: tuple[nodes.Node, ...] = ()) -> Cost:
+    """What a reader reads and looks at in ``node``: its prose words, and the code, outputs, figures and
+    explorers it shows (the rules of the module's docstring), the subtrees in ``skip`` left out."""
+    return Cost(words=count_words(node, skip)) + _cells_cost(node, skip)
+
+
 def _title(section: nodes.section) -> str:
     first = section.next_node(nodes.title)
     return first.astext().strip() if first is not None else ""
@@ -173,22 +289,24 @@ def page_times(document: nodes.document) -> PageTimes | None:
         if _title(section) in UNTIMED_SECTIONS:
             untimed.append(section)
         else:
-            words = count_words(section)
-            timed.append(TimedSection(section, words, minutes(words)))
-    words = count_words(page, skip=tuple(untimed))
+            cost = measure(section)
+            timed.append(TimedSection(section, cost.words, cost.minutes, cost))
+    cost = measure(page, skip=tuple(untimed))
     exercises = any(_title(s) == EXERCISES for s in untimed)
-    return PageTimes(page, words, minutes(words), exercises, tuple(timed))
+    return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost)
 
 
 # --------------------------------------------------------------------------- formatting
 def section_line(minutes: int) -> str:
-    """The line under a ``##`` heading: ``About 4 min read``."""
-    return f"About {minutes} min read"
+    """The line under a ``##`` heading: ``About 4 min``."""
+    return f"About {minutes} min"
 
 
 def page_line(minutes: int, exercises: bool) -> str:
-    """The line under a page's title: ``About 20 min of reading, plus exercises``."""
-    return f"About {minutes} min of reading" + (", plus exercises" if exercises else "")
+    """The line under a page's title: ``About 20 min of reading with the code and figures, plus
+    exercises``."""
+    tail = ", plus exercises" if exercises else ""
+    return f"About {minutes} min of reading with the code and figures{tail}"
 
 
 def _line_text(node: ReadingTime) -> str:
@@ -231,6 +349,7 @@ def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
 # and mathml_pages read the pages, so the table's rules stay in that page's stylesheets).
 PATH_MARK = "<!-- reading_time: the reading path -->"
 PATH_CLASS = "reading-path"
+FIRST_EVENING = 3  # chapters: why attention, queries keys and values, worked examples
 
 
 class ReadingPath(nodes.General, nodes.Element):
@@ -309,10 +428,15 @@ def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[
                     f"<td>{deep}</td></tr>")
     core = sum(r.minutes for r in rows)
     deeper = sum(m for r in rows for _, m in r.deeper)
-    caption = (f"Minutes of reading at {WORDS_PER_MINUTE} words a minute, exercises not included: each"
-               " chapter's core, and its going-deeper page")
+    first = rows[:FIRST_EVENING]
+    caption = (f"Minutes of reading, with the code, outputs, figures and explorers (prose at about"
+               f" {WORDS_PER_MINUTE} words a minute); doing the exercises and the quizzes not included")
     head = '<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th></tr>'
     foot = f'<tr><th scope="row">All chapters</th><td>{hours(core)}</td><td>{hours(deeper)}</td></tr>'
+    if len(rows) > FIRST_EVENING:
+        foot += (f'<tr><th scope="row">A first evening: chapters 1–{FIRST_EVENING}</th>'
+                 f"<td>{hours(sum(r.minutes for r in first))}</td>"
+                 f"<td>{hours(sum(m for r in first for _, m in r.deeper))}</td></tr>")
     return (f'<table class="table {PATH_CLASS}-table">\n<caption>{caption}</caption>\n'
             f"<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) +
             f"\n</tbody>\n<tfoot>{foot}</tfoot>\n</table>")

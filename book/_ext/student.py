@@ -22,7 +22,7 @@ adds them; ``python book/_ext/notebook_edition.py --mark`` after writing a new e
 * every cell between ``{solution-start}`` and ``{solution-end}`` has nbgrader cell metadata with
   ``"solution": true``; a code cell among them opens with ``### BEGIN SOLUTION`` and ends with
   ``### END SOLUTION``;
-* a solution inside a cell that holds other text too (the "Answer" dropdown of chapter 4's "Check by
+* a solution inside a cell that holds other text too (the "Answer" dropdown of chapter 3's "Check by
   hand" box) is a region between those two lines, in a cell marked as a solution;
 * a Markdown solution cell is also a grade cell (``"grade": true``, ``"points": 0``): nbgrader refuses
   a Markdown solution cell that is not graded ("Markdown solution cell is not marked as a grade cell",

@@ -16,7 +16,7 @@
  *
  * A box in a section that is not drawn yet (attnbook.css: content-visibility: auto) waits until the
  * section is drawn: reading its width would make the browser lay the whole section out first, and on
- * chapter 3 those forced layouts were 1.2 s of main-thread work on Lighthouse's phone. The browser tells
+ * chapter 4 those forced layouts were 1.2 s of main-thread work on Lighthouse's phone. The browser tells
  * when a section is drawn (contentvisibilityautostatechange); its boxes are measured then, before a
  * reader scrolling or tabbing into it can reach them.
  * tests/browser/test_accessibility.py runs axe-core at 390 px; test_navigation.py counts the stops.

@@ -42,7 +42,7 @@ SCHEMES_AT = {"1366x900": SCHEMES, "390x844": ("light",)}
 AXE_OPTIONS = {"resultTypes": ["violations"]}  # passes and inapplicable rules are not needed
 SHOWN_NODES = 8  # elements listed per rule in a failure message
 # Waits, not budgets (test_page_weight.py and test_first_paint.py time the pages): on a 2-core machine
-# shared with other jobs, chapter 3 once took 55 s to typeset its math and draw its explorers.
+# shared with other jobs, chapter 4 once took 55 s to typeset its math and draw its explorers.
 SETTLE_MS = 120_000
 
 # Typesets math if the page has any; then brings every explorer into view, one after the other, so that

@@ -1,4 +1,4 @@
-"""The interactive figures of chapter 7, operated in headless Chromium on the built page.
+"""The interactive figures of chapter 5, operated in headless Chromium on the built page.
 
 Every control is operated with the keyboard alone (``choose``: focus a native button, Enter).
 Expected values come from attnlib (the traces the chapter computes), never from the page:
@@ -27,7 +27,7 @@ from attnlib.interactive._render import _rounded as as_plotted  # the figure's r
 from attnlib.multihead import MultiHeadAttention
 from attnlib.trace import trace_attention
 
-PAGE = "book/07_beyond.html"
+PAGE = "book/05_masks_heads.html"
 CAUSAL = "beyond-causal-explorer"
 HEADS = "beyond-heads-explorer"
 

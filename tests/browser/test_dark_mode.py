@@ -11,7 +11,7 @@ import pytest
 from print_pdf import SCRIPTS_JS
 from wcag import CONTRAST_HELPERS
 
-PAGES = ["book/03_scaling.html", "book/04_worked_examples.html", "book/02_qkv.html"]
+PAGES = ["book/04_scaling.html", "book/03_worked_examples.html", "book/02_qkv.html"]
 SELECTORS = ".attnlib-live-note p, figure.attnlib-explorer figcaption"
 
 # The WCAG contrast ratio of each element's text, as the browser renders it.

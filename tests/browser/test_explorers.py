@@ -1,4 +1,4 @@
-"""The interactive figures of chapter 4, operated in headless Chromium on the built page.
+"""The interactive figures of chapter 3, operated in headless Chromium on the built page.
 
 Expected values come from attnlib (the same trace the chapter computes), never from the page:
 * both figures render with plotly.js from the book, with native controls (query buttons, a step slider);
@@ -27,7 +27,7 @@ from attnlib.interactive._render import _rounded as as_plotted  # the figure's r
 from attnlib.interactive.qkv_explorers import PHASES
 from attnlib.trace import trace_attention
 
-PAGE = "book/04_worked_examples.html"
+PAGE = "book/03_worked_examples.html"
 STEPPER = "worked-stepper"
 HEATMAP = "worked-weights-hover"
 CAT_SITS = "worked-cat-sits-stepper"  # HTML tables only: no plot to wait for

@@ -30,10 +30,12 @@ from sections import DRAW_SECTIONS_JS
 # Every chapter and going-deeper page (03a_..., nested under its chapter): each has figures.
 BOOK = Path(__file__).resolve().parents[2] / "book"
 CHAPTERS = [f"book/{p.stem}.html" for p in sorted(BOOK.glob("[0-9]*.ipynb"))]
-# Every chapter has figures; a going-deeper page (03a_...) may have none (05a reads tables only).
-FIGURED = [c for c in CHAPTERS if not is_deeper_page(c)
-           or '"figure"' in (BOOK / f"{Path(c).stem}.ipynb").read_text(encoding="utf-8")]
+# The pages with numbered figures: most chapters (06 reads code and tables), some going-deeper pages.
+FIGURED = [c for c in CHAPTERS if '"figure"' in (BOOK / f"{Path(c).stem}.ipynb").read_text(encoding="utf-8")]
 FIGURE_IMAGES = 'div.cell_output img[src$=".png"], div.cell_output img[src$=".svg"]'
+# A figure is an image, or a schematic drawn as inline SVG (attnlib.pipeline), its text alternative in
+# its <title> and <desc>.
+FIGURES = f"{FIGURE_IMAGES}, div.cell_output svg.attn-pipeline"
 DARK_MAX_LUMINANCE = 0.5  # the brightest pixel of a figure in dark mode (white is 1, #dbdbdb 0.71)
 MIN_TEXT_CONTRAST = 7.0  # black text against the figure's background, WCAG AAA for body text
 
@@ -44,8 +46,18 @@ def _soup(path: Path) -> BeautifulSoup:
 
 
 def _figures(html_dir: Path, page: str) -> list[tuple[Any, Any]]:
-    """(img, its enclosing <figure> or None) for every figure image of a page, in document order."""
-    return [(img, img.find_parent("figure")) for img in _soup(html_dir / page).select(FIGURE_IMAGES)]
+    """(img or svg, its enclosing <figure> or None) for every figure of a page, in document order."""
+    return [(img, img.find_parent("figure")) for img in _soup(html_dir / page).select(FIGURES)]
+
+
+def _alt(img: Any) -> str:
+    if img.name == "svg":
+        return " ".join(t.get_text() for t in img.find_all(["title", "desc"], recursive=False))
+    return img.get("alt", "")
+
+
+def test_most_chapters_have_numbered_figures() -> None:
+    assert len([c for c in FIGURED if not is_deeper_page(c)]) >= 5, FIGURED
 
 
 def _number(figure: Any) -> str:
@@ -69,7 +81,7 @@ def test_every_figure_is_numbered_and_captioned(html_dir: Path, page: str) -> No
         assert _number(figure) == f"Figure {chapter}.{k}", f"{where}: caption number {_number(figure)!r}"
         text = figure.select_one("figcaption .caption-text")
         assert text is not None and len(text.get_text().strip()) > 20, f"{where}: no caption text"
-        assert len(img.get("alt", "")) > 20, f"{where}: the image lost its alt text"
+        assert len(_alt(img)) > 20, f"{where}: the image lost its alt text"
     loose = [p.get_text()[:60] for p in _soup(html_dir / page).select("p")
              if re.match(r"\s*Figure:", p.get_text())]
     assert not loose, f"{page}: captions left as paragraphs: {loose}"
@@ -132,7 +144,7 @@ def _extremes(png: bytes) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("scheme", ["dark", "light"])
-@pytest.mark.parametrize("page", ["book/01_why_attention.html", "book/05_implementation.html"])
+@pytest.mark.parametrize("page", ["book/01_why_attention.html", "book/04_scaling.html"])
 def test_figures_are_dimmed_in_dark_mode_and_stay_readable(browser, base_url: str, page: str,
                                                          scheme: str) -> None:
     context = browser.new_context(viewport={"width": 1366, "height": 900}, color_scheme=scheme)
@@ -163,6 +175,40 @@ def test_figures_are_dimmed_in_dark_mode_and_stay_readable(browser, base_url: st
         assert set(filters) == {"none"}, f"{page}: light mode filters figures: {set(filters)}"
     else:
         assert all(f.startswith("brightness") for f in filters), f"{page}: {set(filters)}"
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_the_pipeline_schematic_takes_the_pages_ink(browser, base_url: str, scheme: str) -> None:
+    """The schematic is drawn in currentColor on no background of its own: on the page's background, in
+    the page's text colour, whatever the scheme (never the theme's light box of HTML outputs)."""
+    context = browser.new_context(viewport={"width": 390, "height": 900}, color_scheme=scheme)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{base_url}/book/02_qkv.html")
+        tab.evaluate(SCRIPTS_JS)
+        tab.wait_for_function(f"document.documentElement.dataset.theme === '{scheme}'")
+        found = tab.evaluate("""() => {
+            const svg = document.querySelector('svg.attn-pipeline');
+            const box = svg.getBoundingClientRect();
+            const text = getComputedStyle(svg.querySelector('text'));
+            let e = svg, bg = 'rgba(0, 0, 0, 0)';
+            while (e && bg === 'rgba(0, 0, 0, 0)') {
+                bg = getComputedStyle(e).backgroundColor;
+                e = e.parentElement;
+            }
+            return {ink: text.fill, page: bg, width: box.width, viewport: innerWidth};
+        }""")
+    finally:
+        context.close()
+
+    def rgb(css: str) -> np.ndarray:
+        return np.array([float(v) for v in re.findall(r"[\d.]+", css)[:3]])
+
+    ink, page = _luminance(rgb(found["ink"])), _luminance(rgb(found["page"]))
+    contrast = (max(ink, page) + 0.05) / (min(ink, page) + 0.05)
+    assert contrast >= MIN_TEXT_CONTRAST, f"{scheme}: the schematic's text at {contrast:.1f}:1 ({found})"
+    assert (page < 0.2) == (scheme == "dark"), f"{scheme}: the schematic sits on {found['page']}"
+    assert found["width"] <= found["viewport"], f"{scheme}: wider than a phone's screen ({found})"
 
 
 # --------------------------------------------------------------------------- bibliography

@@ -119,7 +119,7 @@ def test_first_contentful_paint_on_a_slow_phone(browser: Any, base_url: str, htm
     for rel in PAGES:
         assert (html_dir / rel).is_file(), f"{rel} is missing from the build"
         # One retry, in a fresh tab: in a full run on 2 shared cores a throttled tab has twice sat for
-        # minutes without reaching DOMContentLoaded (60 s, later 180 s exceeded; 03_scaling, whose
+        # minutes without reaching DOMContentLoaded (60 s, later 180 s exceeded; 04_scaling, whose
         # first paint alone is under 2 s). A page that cannot load fails both attempts.
         for attempt in (1, 2):
             try:

@@ -114,8 +114,8 @@ def test_the_repository_comes_from_the_config_unless_the_environment_overrides_i
     [
         ("https://mybinder.org/v2/gh/o/book/main?urlpath=lab/tree/book/02_qkv.ipynb",
          "https://mybinder.org/v2/gh/o/book/main?urlpath=lab/tree/book/notebooks/02_qkv.ipynb"),
-        ("https://colab.research.google.com/github/o/r/blob/main/book/03_scaling.ipynb",
-         "https://colab.research.google.com/github/o/r/blob/main/book/notebooks/03_scaling.ipynb"),
+        ("https://colab.research.google.com/github/o/r/blob/main/book/04_scaling.ipynb",
+         "https://colab.research.google.com/github/o/r/blob/main/book/notebooks/04_scaling.ipynb"),
     ],
 )
 def test_launch_urls_move_to_the_notebook_edition(before: str, after: str) -> None:

@@ -42,7 +42,7 @@ def test_the_chapter_list_opens_on_a_narrow_screen(width: int, browser: Any, bas
         button = _visible_toggle(page, "primary")
         button.click()
         page.wait_for_function("document.querySelector('#pst-primary-sidebar-modal').open")
-        link = dialog.locator("a[href*='04_worked_examples']").first
+        link = dialog.locator("a[href*='03_worked_examples']").first
         assert link.is_visible(), "the drawer is open but the chapter list is not in it"
         box = link.bounding_box()
         assert box and 0 <= box["x"] and box["x"] + box["width"] <= width, box
@@ -53,7 +53,7 @@ def test_the_chapter_list_opens_on_a_narrow_screen(width: int, browser: Any, bas
         button.click()
         page.wait_for_function("document.querySelector('#pst-primary-sidebar-modal').open")
         link.click()
-        page.wait_for_url("**/04_worked_examples.html")
+        page.wait_for_url("**/03_worked_examples.html")
     finally:
         context.close()
 
@@ -120,7 +120,7 @@ def test_formulas_are_not_tab_stops(toc_pages: list[str], browser: Any, base_url
 # A jump to a heading: the section lands under the sticky header (the page's scroll-padding), or as far as
 # the page can scroll (the first heading of a page, the last ones). Sections lay out only near the screen
 # (content-visibility in attnbook.css); book/_static/lean/fragments.js scrolls again until the target
-# holds still. Without it, jumps within chapters 1, 2, 5, 6 and 7 stopped 1,600-5,800 px from their heading.
+# holds still. Without it, jumps within chapters 1, 2, 6, 7 and 5 stopped 1,600-5,800 px from their heading.
 LANDING_JS = """async (id) => {
     const el = document.getElementById(id), root = document.scrollingElement;
     let last = null;

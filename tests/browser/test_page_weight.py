@@ -170,7 +170,7 @@ def test_every_icon_shows(scheme: str, width: int, browser: Any, base_url: str) 
         page = context.new_page()
         blank: list[str] = []
         checked = 0
-        for rel in ("book/01_why_attention.html", "book/05_implementation.html"):
+        for rel in ("book/01_why_attention.html", "book/06_implementation.html"):
             page.goto(f"{base_url}/{rel}", wait_until="load")
             page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
             page.evaluate(READY_JS)  # formulas typeset: nothing moves between the two screenshots

@@ -28,7 +28,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from print_pdf import SCRIPTS_JS, bounded
 
-# Generous: chapter 3 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
+# Generous: chapter 4 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
 TIMEOUT_MS = 45_000
 NETWORK_IDLE_MS = 10_000

@@ -461,7 +461,7 @@ def test_browser_print_of_a_chapter_shows_no_solution(browser: Any, base_url: st
 def test_in_text_answers_print_in_the_full_pdf_only(
     pdfs: dict[str, Pdf], html_dir: Path, toc_pages: list[str]
 ) -> None:
-    """An answer folded into the text (a dropdown of class attnlib-answer, e.g. chapter 4's check by hand)."""
+    """An answer folded into the text (a dropdown of class attnlib-answer, e.g. chapter 3's check by hand)."""
     pieces = []
     for rel in toc_pages:
         soup = BeautifulSoup((html_dir / rel).read_text(encoding="utf-8"), "html.parser")

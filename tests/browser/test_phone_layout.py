@@ -35,7 +35,7 @@ PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touc
 DESKTOP = {"viewport": {"width": 1366, "height": 900}}
 TIMEOUT_MS = 45_000
 # Waits, not budgets: the book typesets formulas in small batches after the first paint, which on a
-# loaded 2-core machine took 40 s for chapter 3's ~580 formulas.
+# loaded 2-core machine took 40 s for chapter 4's ~580 formulas.
 SETTLE_MS = 150_000
 
 # Bring each lazily loaded thing into view (explorers draw, images load, formulas a MathJax build has not
@@ -203,7 +203,7 @@ def test_the_models_table_is_an_html_table_that_scrolls_in_its_box(browser: Any,
     context.set_default_timeout(TIMEOUT_MS)
     try:
         page = context.new_page()
-        page.goto(f"{base_url}/book/06_complexity.html", wait_until="load")
+        page.goto(f"{base_url}/book/07_complexity.html", wait_until="load")
         page.evaluate(SCRIPTS_JS)  # the page's scripts load after its first paint
         # As a reader reaches each table: scroll-stops.js gives a box its tab stop once its section is drawn.
         for table in page.locator(".cell_output .attnlib-table").all():
@@ -212,7 +212,7 @@ def test_the_models_table_is_an_html_table_that_scrolls_in_its_box(browser: Any,
         tables = page.evaluate(TABLES)
     finally:
         context.close()
-    assert len(tables) >= 3, f"chapter 6 shows {len(tables)} attnlib tables as HTML; expected its 3 tables"
+    assert len(tables) >= 3, f"chapter 7 shows {len(tables)} attnlib tables as HTML; expected its 3 tables"
     for t in tables:
         assert t["caption"], t["text"][:80]
         assert t["colHeads"] and set(t["colHeads"]) == {"col"}, t["colHeads"]
@@ -243,13 +243,13 @@ def test_a_box_far_down_the_page_becomes_a_tab_stop_when_its_section_is_drawn(br
                                                                             base_url: str) -> None:
     """scroll-stops.js measures the boxes of a section the browser has not drawn yet (attnbook.css:
     content-visibility) only once it is drawn: measuring it earlier forced the browser to lay it out,
-    1.2 s of main-thread work on chapter 3 under Lighthouse's phone. A reader scrolling to it finds
+    1.2 s of main-thread work on chapter 4 under Lighthouse's phone. A reader scrolling to it finds
     every box that scrolls sideways a tab stop, and every other box none."""
     context = browser.new_context(**PHONE)
     context.set_default_timeout(TIMEOUT_MS)
     try:
         page = context.new_page()
-        page.goto(f"{base_url}/book/05_implementation.html", wait_until="load")
+        page.goto(f"{base_url}/book/06_implementation.html", wait_until="load")
         page.evaluate(SCRIPTS_JS)
         page.evaluate(READY_JS)
         ids = page.evaluate("""() => [...document.querySelectorAll('.bd-article > section > section')]

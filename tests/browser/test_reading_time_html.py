@@ -20,16 +20,18 @@ sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
 import reading_time as rt  # noqa: E402  (a local Sphinx extension, not a package)
 from notebook_edition import is_deeper_page  # noqa: E402
 
-PAGE_LINE = re.compile(r"About (\d+) min of reading(, plus exercises)?")
-SECTION_LINE = re.compile(r"About (\d+) min read")
-# The core path (chapters without their going-deeper pages) reads in at most three hours (issue 15).
+PAGE_LINE = re.compile(r"About (\d+) min of reading with the code and figures(, plus exercises)?")
+SECTION_LINE = re.compile(r"About (\d+) min")
+# The core path (chapters without their going-deeper pages) reads in at most three hours, and a first
+# evening (chapters 1-3) in at most 90 minutes, code, outputs, figures and explorers included (issue 28).
 CORE_PATH_MINUTES = 180
+FIRST_EVENING_MINUTES = 90
 
 
 def _chapters(toc_pages: list[str]) -> list[str]:
     pages = [p for p in toc_pages if re.fullmatch(rt.CHAPTER_PAGES + r"\.html", p)]
     assert len(pages) >= 8, f"the toc's chapter pages: {pages}"
-    assert "book/03a_scaling_deeper.html" in pages, "a going-deeper page is a chapter page too"
+    assert "book/04a_scaling_deeper.html" in pages, "a going-deeper page is a chapter page too"
     return pages
 
 
@@ -126,8 +128,13 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
         for page, m in zip(deeper, re.findall(r", (\d+) min", cell.get_text()), strict=True):
             assert int(m) == shown(page), page
             deep += int(m)
-    foot = [c.get_text() for c in table.tfoot.find_all(["th", "td"])]
-    assert foot[1:] == [rt.hours(core), rt.hours(deep)]
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in table.tfoot.find_all("tr")]
+    assert foot[0][1:] == [rt.hours(core), rt.hours(deep)]
+    first = sum(shown(c) for c in chapters[:rt.FIRST_EVENING])
+    assert foot[1][0] == f"A first evening: chapters 1–{rt.FIRST_EVENING}" and foot[1][1] == rt.hours(first)
+    assert first <= FIRST_EVENING_MINUTES, (
+        f"chapters 1-{rt.FIRST_EVENING} read in {rt.hours(first)}, over a first evening's "
+        f"{rt.hours(FIRST_EVENING_MINUTES)}")
     assert core <= CORE_PATH_MINUTES, (
         f"the core path reads in {rt.hours(core)}, over its budget of {rt.hours(CORE_PATH_MINUTES)}: tighten "
         "the prose, or move what serves verification or the curious to a going-deeper page")

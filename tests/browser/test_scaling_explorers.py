@@ -1,4 +1,4 @@
-"""The interactive figures of chapter 3 ("Why divide by √d_k"), operated in headless Chromium.
+"""The interactive figures of chapter 4 ("Why divide by √d_k"), operated in headless Chromium.
 
 The chapter must show ``scaling_explorer()`` and ``variance_explorer()`` with their default div
 ids. If either figure is missing from the built page these tests FAIL (never skip): a missing
@@ -36,7 +36,7 @@ from attnlib.interactive.scaling_explorers import (
     variance_samples,
 )
 
-PAGE = "book/03_scaling.html"
+PAGE = "book/04_scaling.html"
 SCALING = "scaling-explorer"
 VARIANCE = "variance-explorer"
 

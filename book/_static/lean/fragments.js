@@ -6,7 +6,7 @@
  * 0.35 s to 0.05 s on Lighthouse's phone. A section off screen counts with a guessed height until it is
  * first drawn, so a jump to a heading (a link in the page's contents, the browser's back button, a link
  * from another page) can stop short or overshoot while the sections it passes are drawn. Measured on
- * chapters 2, 3 and 5 at 390 and 1366 px, a jump within the page landed up to 5,800 px away from its heading.
+ * chapters 2, 4 and 6 at 390 and 1366 px, a jump within the page landed up to 5,800 px away from its heading.
  *
  * So after every jump to a fragment this script scrolls the target into view again, frame after frame,
  * until its position holds (at most 20 frames). The target keeps its scroll-margin (under the sticky

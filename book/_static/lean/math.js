@@ -2,7 +2,7 @@
  *
  * Sphinx loads MathJax with a deferred <script> in <head>: the browser fetches 1.2 MB of it with the page
  * and runs it before DOMContentLoaded, and MathJax then typesets every formula of the page in one long
- * task (chapter 3 has some 350). lean_pages replaces that <script> with this one, whose data-mathjax names
+ * task (chapter 4 has some 350). lean_pages replaces that <script> with this one, whose data-mathjax names
  * MathJax. This script
  *
  * - adds MathJax only after the page has painted once, so it never delays the first paint;
