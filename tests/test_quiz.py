@@ -330,14 +330,16 @@ def _() -> Verified:
 def _() -> Verified:
     cs = attnlib.cat_sits()
     assert np.array_equal(cs.Q, np.eye(2)) and cs.K.tolist() == [[2, 1], [1, 1]] and cs.d_k == 2
-    _, w = attnlib.scaled_dot_product_attention(cs.Q, cs.K, cs.V, return_weights=True)
-    raw = cs.Q[0] @ cs.K.T  # (2,)
+    K = cs.K.copy()
+    K[0] = [3, 1]  # the question's changed k_Cat
+    _, w = attnlib.scaled_dot_product_attention(cs.Q, K, cs.V, return_weights=True)
+    raw = cs.Q[0] @ K.T  # (2,)
     right = float(w[0, 0])
     wrong = [float(softmax(raw)[0]), float(softmax(raw / cs.d_k)[0]), float(np.exp(raw[0] / np.sqrt(2)))]
-    assert np.isclose(right, 1 / (1 + np.exp(-1 / np.sqrt(2))))
+    assert np.isclose(right, 1 / (1 + np.exp(-2 / np.sqrt(2))))
     return Verified(
-        numbers={**given(0, 1, 2, 4), "0.6698": right, "0.7311": wrong[0], "0.6225": wrong[1],
-                 "4.1133": wrong[2]},
+        numbers={**given(0, 1, 2, 3, 4), "0.8044": right, "0.8808": wrong[0], "0.7311": wrong[1],
+                 "8.3421": wrong[2]},
         answer=right, wrong=wrong,
     )
 
@@ -349,17 +351,17 @@ def _cat_row() -> tuple[attnlib.Example, np.ndarray]:
 
 @verifies("03_worked_examples", "one-weight")
 def _() -> Verified:
-    ex, raw = _cat_row()
-    _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
-    right = float(w[0, 1])
-    wrong = [float(softmax(raw)[1]), float(softmax(raw / ex.d_k)[1]),
-             float(softmax(raw / np.sqrt(ex.n))[1]), float(np.exp(raw[1] / np.sqrt(ex.d_k)))]
-    assert np.isclose(right, np.exp(1) / (np.exp(0) + np.exp(1) + 2 * np.exp(0.5) + np.exp(0.75)))
-    scaled = raw / np.sqrt(ex.d_k)
-    assert raw.tolist() == [0, 2, 1, 1, 1.5] and scaled.tolist() == [0, 1, 0.5, 0.5, 0.75]
+    # a row printed nowhere in the chapter: its answer cannot be read off the page
+    raw, d_k, n = np.array([0, 1, 2, 2, 1.0]), 4, 5
+    right = float(softmax(raw / np.sqrt(d_k))[2])
+    wrong = [float(softmax(raw)[2]), float(softmax(raw / d_k)[2]),
+             float(softmax(raw / np.sqrt(n))[2]), float(np.exp(raw[2] / np.sqrt(d_k)))]
+    assert np.isclose(right, np.exp(1) / (np.exp(0) + 2 * np.exp(0.5) + 2 * np.exp(1)))
+    scaled = raw / np.sqrt(d_k)
+    assert scaled.tolist() == [0, 0.5, 1, 1, 0.5]
     return Verified(
-        numbers={**given(0, 1, 1.5, 2, 0.5, 0.75, ex.d_k, ex.n), "0.2976": right, "0.4036": wrong[0],
-                 "0.2471": wrong[1], "0.2868": wrong[2], "2.7183": wrong[3]},
+        numbers={**given(0, 1, 2, 0.5, d_k, n), "0.2793": right, "0.3483": wrong[0],
+                 "0.2401": wrong[1], "0.2712": wrong[2], "2.7183": wrong[3]},
         answer=right, wrong=wrong,
     )
 
@@ -577,19 +579,15 @@ def _() -> Verified:
 
 @verifies("05_masks_heads", "causal-weight")
 def _() -> Verified:
-    ex = attnlib.cat_sat_on_mat()
-    _, full = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
-    _, causal = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, is_causal=True, return_weights=True)
-    row = full[2]
-    right = float(causal[2, 0])
+    row = np.array([0.10, 0.20, 0.30, 0.25, 0.15])  # the full row the question states, query 2
+    assert np.isclose(row.sum(), 1.0)
+    causal = attnlib.softmax(np.where(attnlib.causal_mask(5)[2], np.log(row), -np.inf))
+    right = float(causal[0])
     assert np.isclose(right, row[0] / row[:3].sum())
-    shown = np.round(row, 4)
-    assert np.isclose(shown[0] / shown[:3].sum(), right, atol=5e-5), "the hand computation from the shown row"
-    numbers = {f"{x:.4f}": float(x) for x in row}
     wrong = [float(row[0]), float(row[0] / row[:2].sum()), float(row[0] / row[:4].sum())]
     return Verified(
-        numbers={**numbers, **given(1, 4), "0.2327": right, "0.6530": row[:3].sum(), "0.3775": wrong[1],
-                 "0.1888": wrong[2]},
+        numbers={**{f"{x:.2f}": float(x) for x in row}, **given(0, 1, 2, 3, 4), "0.60": row[:3].sum(),
+                 "0.1667": right, "0.1": wrong[0], "0.3333": wrong[1], "0.1176": wrong[2]},
         answer=right, wrong=wrong,
     )
 
