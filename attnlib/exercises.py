@@ -370,7 +370,7 @@ def _scalar_exercise(
 
 # ---- chapter 1: why attention
 def _margin_for(n: int, target: float = 0.9, rivals: int | None = None) -> float:
-    """The scaled margin m at which softmax([m, 0, ..., 0])[0] reaches ``target``, by bisection."""
+    """The margin m at which softmax([m, 0, ..., 0])[0] reaches ``target``, by bisection."""
     rivals = n - 1 if rivals is None else rivals
     lo, hi = 0.0, 50.0
     for _ in range(80):
@@ -383,7 +383,8 @@ def _margin_for(n: int, target: float = 0.9, rivals: int | None = None) -> float
 _MARGIN_NS = (10, 1000)
 _register(_scalar_exercise(
     "why-ex-margin", "01_why_attention",
-    "The scaled margin m for which the weight on token 0 reaches 0.9, for n = 10 and for n = 1000.",
+    "The margin m (token 0's score minus each tied score) for which the weight on token 0 reaches 0.9, "
+    "for n = 10 and for n = 1000.",
     "2 numbers: m for n = 10, then m for n = 1000.",
     lambda: [_margin_for(n) for n in _MARGIN_NS],
     lambda: [("margin-n-keys", [_margin_for(n, rivals=n) for n in _MARGIN_NS]),
@@ -736,12 +737,6 @@ _register(Exercise(
                            ("key-several", np.array([1.5, 0.0, 2.0, 1.0]))],
     row=3, n_rows=5, judge=_key_on_judge,
 ))
-_register(_attention_exercise(
-    "worked-ex-unscaled", "03_worked_examples",
-    "The 5 × 5 weights of 'The cat sat on mat' without the division by √d_k (scale = 1).",
-    "A 5 × 5 matrix of weights, one row per query.",
-    _cat, "weights", scale=1.0,
-))
 
 
 def _rowsum_extra() -> Candidates:
@@ -785,37 +780,19 @@ _register(_scalar_exercise(
 ))
 _register(_attention_exercise(
     "worked-ex-abc-check:weights", "03_worked_examples",
-    "Query A's weights in A/B/C, from Q, K and V.",
+    "Query A's weights in the three-direction example, from Q, K and V.",
     "3 numbers: A's weights on A, B, C (the whole 3 × 3 matrix is accepted too).",
     _abc, "weights", row=0, extra=lambda: [("abc-stated", np.array(_ABC_STATED_W))],
 ))
 _register(_attention_exercise(
     "worked-ex-abc-check:output", "03_worked_examples",
-    "Query A's output in A/B/C, from Q, K and V.",
+    "Query A's output in the three-direction example, from Q, K and V.",
     "2 numbers: A's output row (the whole 3 × 2 output is accepted too).",
     _abc, "output", row=0, extra=lambda: [("abc-stated", np.array(_ABC_STATED_OUT))],
 ))
 
 
 # ---- chapter 6: implementation
-def _first_nan(dtype: Any) -> int:
-    """The smallest integer x for which naive_softmax([x, 0]) in ``dtype`` returns NaN."""
-    x = 0
-    while not np.isnan(naive_softmax(np.array([x, 0], dtype=dtype))).any():
-        x += 1
-    return x
-
-
-_register(_scalar_exercise(
-    "impl-ex-overflow", "06_implementation",
-    "The smallest integer x for which naive_softmax of the float16 logits [x, 0] returns NaN.",
-    "1 whole number: x.",
-    lambda: _first_nan(np.float16),
-    lambda: [("overflow-off-by-one", _first_nan(np.float16) - 1),
-             ("overflow-float32", _first_nan(np.float32)), ("overflow-float64", _first_nan(np.float64))],
-    kind="integer",
-))
-
 _BATCH_LENGTHS = (5, 3)  # impl-ex-mask: two sentences padded to 5
 _DECODER_LENGTHS = (2, 5)  # masks-ex-pad-causal: the short sentence first, padded on the right to 5
 
@@ -1127,21 +1104,6 @@ _register(replace(_four_heads_ex, rows_sum_to_one=True,
                                    "d_v": 1}))
 
 
-def _append6():
-    Q, K, V, tokens = _cat()
-    Q6, K6, V6 = (np.vstack([A, np.ones(A.shape[1])]) for A in (Q, K, V))
-    return Q6, K6, V6, (*tokens, "new")
-
-
-_register(_attention_exercise(
-    "masks-ex-append", "05_masks_heads",
-    "The causal outputs of the six tokens after a sixth token with query, key and value [1, 1, 1, 1] is "
-    "appended to 'The cat sat on mat'.",
-    "A 6 × 4 matrix: the causal outputs of The, cat, sat, on, mat, new.",
-    _append6, "output", causal=True,
-))
-
-
 def _band(n: int, below: int = 1, above: int = 0) -> np.ndarray:
     """Keys j with i − below ≤ j ≤ i + above, built from two triangles (causal_mask and np.tri)."""
     upper = np.tri(n, n, above, dtype=bool) if above else causal_mask(n)
@@ -1229,12 +1191,6 @@ _register(_attention_exercise(
     "The attention weights of the first four tokens of 'The cat sat on mat' (n = d_k = 4).",
     "A 4 × 4 matrix of weights: one row per query (The, cat, sat, on), one column per key.",
     _four_tokens, "weights",
-))
-_register(_attention_exercise(
-    "cat-sits-weights", "02_qkv",
-    "The attention weights of 'Cat sits' (Q, K, V computed from X and the projections).",
-    "A 2 × 2 matrix of weights, one row per query ('Cat', 'sits').",
-    lambda: _cat_sits(), "weights",
 ))
 _register(_mask_exercise(
     "causal-mask", "05_masks_heads",

@@ -63,18 +63,18 @@ _M = Misconception
 #: :meta hide-value:
 MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("scale-d_k", "scaled by d_k instead of √d_k",
-       "Your numbers are what dividing the scores by d_k = {d_k} gives. The factor is 1/√d_k: it gives "
-       "q·k/√d_k a variance of about 1, while dividing by d_k shrinks the scores further and flattens "
-       "every row.",
+       "Your numbers are what dividing the scores by d_k = {d_k} gives. The factor is 1/√d_k, the "
+       "square root: dividing by d_k itself shrinks the scores further, so the weights of each row come "
+       "out closer to equal.",
        "Divide the raw scores by √d_k = {sqrt_d_k}."),
     _M("no-scale", "no scaling",
-       "Your numbers are what the raw scores q·k give without the factor 1/√d_k. Their variance grows "
-       "with d_k, and large scores push the softmax towards one-hot rows.",
+       "Your numbers are what the raw scores q·k give without the factor 1/√d_k. Unscaled, the "
+       "differences between scores are √d_k times too large, so each row's weights come out more "
+       "uneven than they should.",
        "Divide every score by √d_k = {sqrt_d_k} before the softmax."),
     _M("scale-sqrt-n", "√n instead of √d_k",
-       "Your numbers are what dividing by √n = √{n} gives, n being the number of keys. The factor comes "
-       "from the length of each dot product, the width d_k of queries and keys, not from how many "
-       "tokens there are.",
+       "Your numbers are what dividing by √n = √{n} gives, n being the number of keys. The factor uses "
+       "d_k, the width of the queries and keys, not the number of tokens.",
        "Divide by √d_k = {sqrt_d_k}."),
     _M("scale-kept", "scaled although this exercise leaves the factor out",
        "Your numbers are what dividing the scores by √d_k = {sqrt_d_k} gives, the usual attention. This "
@@ -258,18 +258,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("abc-stated", "the sentence's numbers",
        "These are the numbers the sentence states; the question asks for the numbers Q, K and V give.",
        "Compute them with trace_attention."),
-    _M("overflow-off-by-one", "the last x that does not overflow",
-       "At your x, e^x is still a finite float16 number; the question asks for the first whole x at "
-       "which exp overflows.",
-       "Compare e^x with 65504, the largest float16 number, at your x and at the next whole number."),
-    _M("overflow-float32", "the float32 threshold",
-       "Your x is where exp overflows float32 (largest number about 3.4e38); these logits are float16 "
-       "(largest 65504).",
-       "Use ln 65504."),
-    _M("overflow-float64", "the float64 threshold",
-       "Your x is where exp overflows float64 (largest number about 1.8e308); these logits are float16 "
-       "(largest 65504).",
-       "Use ln 65504."),
     _M("unit-normalised-queries", "queries normalised too",
        "Only the keys are rescaled to length 1; the query keeps its length, which multiplies every score "
        "of its row.",

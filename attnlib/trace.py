@@ -310,12 +310,6 @@ class AttentionTrace:
                 lines.append(f"  {at(j, 'exp(s[{}] - max)')} = exp({fx(s[j])} - {top}) = {fx(e[j])}")
             else:
                 lines.append(f"  {at(j, 'exp(s[{}])')} = exp({fx(s[j])}) = {fx(e[j])}")
-        if not shifted:
-            lines += [  # wrapped to stay under 80 characters on the page
-                f"  (attnlib subtracts the row maximum, {fx(peak)}, before exponentiating, to avoid",
-                "  overflow; every exponential and the sum shrink by the same factor, so the",
-                "  weights do not change.)",
-            ]
         # Every step is computed from unrounded numbers. Where redoing a step from the rounded
         # numbers printed before it gives another last digit, say so once, at that step.
         noted = False
@@ -405,12 +399,12 @@ class AttentionTrace:
         >>> lines = tr.explain("cat").splitlines()
         >>> print(lines[6])
           q·k[The] = (0.0)(0.0) + (2.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) = 3.0
-        >>> print(lines[33])
+        >>> print(lines[30])
           w[The] = 4.4817 / 11.1327 = 0.4026
         """
         return "\n\n".join("\n".join(lines) for lines in self.explain_steps(i, decimals).values())
 
-    def table(self, stage: str, decimals: int = 4) -> Table:
+    def table(self, stage: str, decimals: int = 4, *, rows: Sequence[int | str] | None = None) -> Table:
         """One stage of the computation as a labelled fixed-width matrix.
 
         Parameters
@@ -418,6 +412,10 @@ class AttentionTrace:
         stage : {"Q", "K", "V", "scores", "scaled_scores", "weights", "output"}
         decimals : int
             Decimals of every entry.
+        rows : sequence of int or str, optional
+            The rows to show, in the order given: query token labels or query indices
+            (negative counts from the end); for ``K`` and ``V``, key token labels or key indices.
+            By default every row.
 
         Returns
         -------
@@ -433,41 +431,84 @@ class AttentionTrace:
         Raises
         ------
         TypeError
-            ``decimals`` is not an integer.
+            ``decimals`` is not an integer, or ``rows`` is not a sequence of
+            int and str (a single label must be wrapped: ``rows=["cat"]``).
         ValueError
-            ``stage`` is not one of the stages (the message lists them), or
-            ``decimals < 0``.
+            ``stage`` is not one of the stages (the message lists them),
+            ``decimals < 0``, or ``rows`` is empty, repeats a row, or names a
+            label or index that is not a row (or a label that occurs twice).
 
         Examples
         --------
         >>> from attnlib.examples import three_directions
         >>> ex = three_directions()
-        >>> print(trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens).table("scores", decimals=2))
+        >>> tr = trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
+        >>> print(tr.table("scores", decimals=2))
               A     B     C
         A  0.80  0.30  0.10
         B  0.50  0.50  0.50
         C  0.20  0.70  0.90
+        >>> print(tr.table("scores", decimals=2, rows=["C", 0]))
+              A     B     C
+        C  0.20  0.70  0.90
+        A  0.80  0.30  0.10
         """
         d = _v.check_decimals(decimals)
         if stage not in _STAGES:
             raise ValueError(f"unknown stage {stage!r}; valid stages are {', '.join(_STAGES)}")
         matrix = getattr(self, stage)
-        rows = self.key_tokens if stage in ("K", "V") else self.tokens
+        labels = self.key_tokens if stage in ("K", "V") else self.tokens
+        picked = _row_selection(rows, labels, "key" if stage in ("K", "V") else "query")
+        matrix, row_labels = matrix[list(picked)], tuple(labels[i] for i in picked)
         if stage in ("scores", "scaled_scores", "weights"):
             cols = self.key_tokens
         else:
             cols = tuple(f"d{c}" for c in range(matrix.shape[1]))
         cells = [[_fixed(float(x), d) for x in row] for row in matrix]
         widths = [max(len(cols[c]), *(len(cell[c]) for cell in cells)) for c in range(len(cols))]
-        label_w = max(len(t) for t in rows)
+        label_w = max(len(t) for t in row_labels)
         out = [" " * label_w + "".join(f"  {h:>{w}}" for h, w in zip(cols, widths, strict=True))]
-        for label, cell in zip(rows, cells, strict=True):
+        for label, cell in zip(row_labels, cells, strict=True):
             entries = "".join(f"  {x:>{w}}" for x, w in zip(cell, widths, strict=True))
             out.append(f"{label:<{label_w}}{entries}")
         corner = "key" if stage in ("K", "V") else "query"
         return Table("\n".join(out), columns=(corner, *cols),
-                     rows=[(label, *cell) for label, cell in zip(rows, cells, strict=True)],
+                     rows=[(label, *cell) for label, cell in zip(row_labels, cells, strict=True)],
                      caption=_CAPTIONS[stage], align=("left",) + ("right",) * len(cols))
+
+
+def _row_selection(rows: Any, labels: tuple[str, ...], kind: str) -> tuple[int, ...]:
+    """The indices of ``labels`` that ``rows`` (labels or indices) picks, in its order; all if None."""
+    n = len(labels)
+    if rows is None:
+        return tuple(range(n))
+    valid = f"valid rows are the {kind} labels {', '.join(repr(t) for t in labels)} or indices 0..{n - 1}"
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"rows must be a sequence of {kind} labels or indices, e.g. rows=[0, 1] or "
+            f"rows=[{labels[0]!r}]; got {type(rows).__name__} {rows!r}"
+        )
+    if len(rows) == 0:
+        raise ValueError(f"rows is empty; pass None for every row, or name some; {valid}")
+    picked: list[int] = []
+    for r in rows:
+        if isinstance(r, str):
+            hits = [j for j, t in enumerate(labels) if t == r]
+            if not hits:
+                raise ValueError(f"rows names {r!r}, which is not a {kind} token; {valid}")
+            if len(hits) > 1:
+                raise ValueError(f"rows names {r!r}, which occurs at rows {hits}; pass the index instead")
+            j = hits[0]
+        elif isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral):
+            raise TypeError(f"rows must hold int indices or str labels; got {type(r).__name__} {r!r}")
+        elif not -n <= r < n:
+            raise ValueError(f"rows has index {r}, out of range for {n} {kind} rows; {valid}")
+        else:
+            j = int(r) % n
+        if j in picked:
+            raise ValueError(f"rows picks {kind} row {j} ({labels[j]!r}) twice; name each row once")
+        picked.append(j)
+    return tuple(picked)
 
 
 def _labels(tokens: Any, n_q: int, n_k: int) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -89,7 +89,7 @@ TABLE = [
      & np.swapaxes(attnlib.padding_mask([5, 3], 5)[:, None], -1, -2), "correct", None, ()),
     # a learner's slips that are not a method mistake: told where, never "not normalised"
     ("worked-ex-mat:weights", [0.189, 0.189, 0.198, 0.189, 0.243], "incorrect", None, ()),  # one miscopied
-    ("cat-sits-weights", [[0.6713, 0.3287], [0.5, 0.5]], "incorrect", None, ()),  # √2 taken as 1.4
+    ("worked-ex-abc-check:weights", [0.4336, 0.3034, 0.2630], "incorrect", None, ()),  # √2 taken as 1.4
     # mistakes named across exercises
     ("attention-weights", np.round(_softmax(CAT.K @ CAT.Q.T / 2), 3), "incorrect", "scores-transposed", ()),
     ("worked-ex-double-v", -np.asarray(exercise("worked-ex-double-v").reference()), "incorrect",
@@ -275,8 +275,8 @@ def test_a_rounded_wrong_answer_is_located_at_its_own_precision():
 
 
 def test_a_right_method_with_rounded_steps_is_told_so_not_a_wrong_step():
-    """√2 taken as 1.4 in "Cat sits": the rows still sum to 1 and the method is right."""
-    fb = check("cat-sits-weights", [[0.6713, 0.3287], [0.5, 0.5]])
+    """√2 taken as 1.4 in query A of "three directions": the row still sums to 1 and the method is right."""
+    fb = check("worked-ex-abc-check:weights", [0.4336, 0.3034, 0.2630])
     assert "method looks right" in fb.hint and "rounding" in fb.hint and "division" not in fb.hint
 
 

@@ -16,8 +16,8 @@ edition as the assignment ``attention`` (``source/attention/*.ipynb``) and no co
    b. keeps every other cell as it was, the ``answer = ...`` / ``check("label", answer)`` cells among
       them, still editable;
    c. has nbgrader's stubs where the solutions were ("YOUR ANSWER HERE", "# YOUR CODE HERE"), one graded
-      Markdown answer per exercise (and per other graded answer, as the "Check by hand" box's), each
-      recorded in the gradebook at its points;
+      Markdown answer per exercise (and per other graded answer), each recorded in the gradebook at its
+      points;
 
 2. ``nbgrader autograde attention --no-execute`` on two submissions, ``answered`` (the source notebooks, so
    every answer written) and ``blank`` (the released notebooks as handed out), and checks in the gradebook

@@ -426,19 +426,22 @@ def _() -> Verified:
     return Verified(numbers=given(2, 8, 10, 12, 16, 32), correct=letters([o == out.shape for o in options]))
 
 
-@verifies("06_implementation", "overflow")
+@verifies("06_implementation", "stable-row-sum")
 def _() -> Verified:
-    s = np.array([1000.0, 999.0, 0.0])
-    with np.errstate(over="ignore", invalid="ignore"):
-        naive = np.exp(s) / np.exp(s).sum()
-    stable = attnlib.softmax(s)
-    assert np.isnan(naive[:2]).all() and naive[2] == 0
-    options = [[np.nan, np.nan, 0.0], [0.7311, 0.2689, 0.0], [1.0, 0.0, 0.0], None]
-    return Verified(
-        numbers={**given(0, 1), "1000.0": s[0], "999.0": s[1], "0.0": s[2], "1000": s[0], "999": s[1],
-                 "709.78": np.log(np.finfo(np.float64).max), "0.7311": stable[0], "0.2689": stable[1]},
-        correct=letters([o is not None and np.allclose(naive, o, equal_nan=True, atol=0) for o in options]),
-    )
+    rng = np.random.default_rng(RNG_SEED)
+    n_k = 7
+    X = rng.integers(-60, 60, size=(200, n_k)).astype(float)  # whole numbers: adding 1000 is exact
+    X[100:] *= 20  # rows whose smaller terms underflow to 0
+    X[:, 0] += 1000.0  # e^1000 overflows float64: the naive softmax would return NaN
+
+    def sums(x: np.ndarray) -> np.ndarray:  # the sum the stable softmax divides by, row by row
+        return np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1)
+
+    total = sums(X)
+    assert np.allclose(attnlib.softmax(X) * total[:, None], np.exp(X - X.max(axis=-1, keepdims=True)))
+    return Verified(numbers=given(0, 1, 1000), correct=letters([
+        bool(((1 <= total) & (total <= n_k)).all()), bool(((0 <= total) & (total <= 1)).all()),
+        bool((total == 1).all()), bool((sums(X + 1000) > total).any())]))
 
 
 @verifies("06_implementation", "boolean-mask")

@@ -165,7 +165,7 @@ def test_explain_row_0_shows_every_step_with_the_right_numbers():
     assert "  q·k[cat] = (1.0)(1.0) + (0.0)(0.0) + (1.0)(1.0) + (0.0)(0.0) = 2.0" in text
     assert "  s[cat] = 2.0 / √4 = 1.0000" in text
     assert "  exp(s[cat]) = exp(1.0000) = 2.7183" in text
-    assert "maximum" in text and "do not change" in text  # the stability remark
+    assert "maximum" not in text  # the hand arithmetic only: the stable softmax is chapter 6's
     assert "  sum = 1.0000 + 2.7183 + 1.6487 + 1.6487 + 2.1170 = 9.1327" in text
     assert "  w[cat] = 2.7183 / 9.1327 = 0.2976" in text
     assert printed_weights(text) == {
@@ -242,6 +242,19 @@ def test_explain_custom_scale_and_additive_float_mask():
     assert "  exp(s[The]) = exp(-0.7000) = 0.4966" in text
 
 
+def test_explain_shows_readable_exponentials_as_they_are_with_no_note_on_overflow():
+    text = cat_trace().explain("The")
+    step4 = text.split("4. Exponentials\n")[1].split("\n\n")[0].splitlines()
+    assert step4 == [
+        "  exp(s[The]) = exp(0.0000) = 1.0000",
+        "  exp(s[cat]) = exp(1.0000) = 2.7183",
+        "  exp(s[sat]) = exp(0.5000) = 1.6487",
+        "  exp(s[on])  = exp(0.5000) = 1.6487",
+        "  exp(s[mat]) = exp(0.7500) = 2.1170",
+    ]
+    assert "max" not in text and "overflow" not in text
+
+
 def test_explain_subtracts_the_max_when_exponentials_would_be_unreadable():
     ex = cat_sat_on_mat()
     tr = trace_attention(ex.Q * 20, ex.K, ex.V, scale=1.0)
@@ -278,6 +291,59 @@ def test_table_shows_minus_inf_for_masked_scores_and_aligns_columns():
     lines = text.splitlines()
     assert lines[1].split() == ["The", "0.0000", "-inf", "-inf", "-inf", "-inf"]
     assert len({len(line) for line in lines}) == 1  # fixed width
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_table_rows_picks_rows_by_label_or_index_in_the_order_given(stage):
+    tr = cat_trace()
+    labels = tr.key_tokens if stage in ("K", "V") else tr.tokens
+    t = tr.table(stage, decimals=3, rows=["sat", 0, -2])  # sat, The, on
+    cols, rows, values = parse_table(t)
+    assert rows == ["sat", "The", "on"] == [r[0] for r in t.rows]
+    assert np.array_equal(values, getattr(tr, stage)[[2, 0, 3]].round(3))
+    assert cols == parse_table(tr.table(stage))[0]  # the columns are unchanged
+    assert tr.table(stage, rows=list(labels)) == tr.table(stage) == tr.table(stage, rows=None)
+    assert tr.table(stage, rows=np.arange(5)[::-1]).splitlines()[1].split()[0] == "mat"
+
+
+def test_table_rows_leaves_the_other_rows_out():
+    t = cat_trace().table("weights", rows=["The", "cat", "sat", "on"])
+    assert "mat" not in [line.split()[0] for line in t.splitlines()[1:]]
+    assert len(t.splitlines()) == 5 and len(t.rows) == 4
+    assert "0.2430" not in t  # the weight of "mat" on itself, in no other row
+
+
+@pytest.mark.parametrize(
+    ("rows", "error", "message"),
+    [
+        ("The", TypeError, "e.g. rows=[0, 1] or rows=['The']; got str 'The'"),
+        (3, TypeError, "rows must be a sequence of query labels or indices"),
+        ([1.0], TypeError, "rows must hold int indices or str labels; got float 1.0"),
+        ([True], TypeError, "rows must hold int indices or str labels; got bool True"),
+        ([], ValueError, "rows is empty; pass None for every row"),
+        (["dog"], ValueError, "rows names 'dog', which is not a query token; valid rows are the query labels "
+                              "'The', 'cat', 'sat', 'on', 'mat' or indices 0..4"),
+        ([5], ValueError, "rows has index 5, out of range for 5 query rows"),
+        ([-6], ValueError, "rows has index -6, out of range for 5 query rows"),
+        (["cat", 1], ValueError, "rows picks query row 1 ('cat') twice"),
+    ],
+)
+def test_table_rows_errors_name_the_argument(rows, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        cat_trace().table("weights", rows=rows)
+
+
+def test_table_rows_refuses_an_ambiguous_label_and_names_key_rows_for_k_and_v():
+    Q = np.eye(3)
+    tr = trace_attention(Q, Q, Q, tokens=["a", "b", "a"])
+    message = "rows names 'a', which occurs at rows [0, 2]; pass the index instead"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tr.table("weights", rows=["a"])
+    assert parse_table(tr.table("weights", rows=[2]))[1] == ["a"]
+    cross = trace_attention(np.eye(2), np.eye(2)[[0, 1, 0]], np.eye(2)[[0, 1, 0]], tokens=["x", "y"])
+    assert parse_table(cross.table("V", rows=["k2"]))[1] == ["k2"]
+    with pytest.raises(ValueError, match="rows names 'x', which is not a key token"):
+        cross.table("K", rows=["x"])
 
 
 # -- errors -------------------------------------------------------------------

@@ -139,10 +139,7 @@ def qkv_phases(example: Example) -> list[dict[str, Any]]:
     def explain_lines(i: int, keys: Sequence[str]) -> list[str]:
         lines = [f"query {toks[i]}:"]
         for key in keys:
-            for line in blocks[i].get(key, [])[1:]:
-                if line.startswith("  (attnlib subtracts"):  # a note on overflow, not arithmetic
-                    break
-                lines.append(line)
+            lines.extend(blocks[i].get(key, [])[1:])
         return lines
 
     d_model, d_k = X.shape[1], Q.shape[1]

@@ -54,10 +54,7 @@ def _step_lines(blocks: dict[str, list[str]], stage: str) -> list[str]:
         keys = ("4-6",)
     lines: list[str] = []
     for key in keys:
-        for line in blocks.get(key, []):
-            if line.startswith("  (attnlib subtracts"):  # a note on overflow, not arithmetic
-                break
-            lines.append(line)
+        lines.extend(blocks.get(key, []))
         lines.append("")
     return lines[:-1]
 

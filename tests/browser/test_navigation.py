@@ -9,9 +9,13 @@ can see, as a reader would (a real mouse click at its position), and looks at wh
 
 from __future__ import annotations
 
+import posixpath
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from bs4 import BeautifulSoup
 from print_pdf import READY_JS, SCRIPTS_JS
 
 PAGE = "book/02_qkv.html"
@@ -177,3 +181,36 @@ def test_a_jump_to_any_heading_lands_on_it(width: int, toc_pages: list[str], bro
         context.close()
     assert jumps > 100, jumps
     assert not missed, missed
+
+
+CHAPTER = re.compile(r"book/\d\d_[^/]+\.html")  # a core chapter: book/04_scaling.html
+DEEPER = re.compile(r"book/\d\d[a-z]_[^/]+\.html")  # its going-deeper page: book/04a_scaling_deeper.html
+
+
+def _links(html_dir: Path, page: str) -> dict[str, str | None]:
+    """Where a page's "previous" and "next" buttons go, as paths relative to the build."""
+    soup = BeautifulSoup((html_dir / page).read_text(encoding="utf-8"), "html.parser")
+    found: dict[str, str | None] = {}
+    for key, cls in (("prev", "left-prev"), ("next", "right-next")):
+        a = soup.select_one(f".prev-next-area a.{cls}")
+        href = None if a is None else posixpath.join(posixpath.dirname(page), a["href"])
+        found[key] = None if href is None else posixpath.normpath(href)
+    return found
+
+
+def test_previous_and_next_keep_a_chapter_reader_on_the_core_path(toc_pages: list[str],
+                                                                   html_dir: Path) -> None:
+    """Chapter to chapter without a detour; a going-deeper page leads back to its chapter, on to the next."""
+    path = [p for p in toc_pages if not DEEPER.fullmatch(p)]
+    deeper = [p for p in toc_pages if DEEPER.fullmatch(p)]
+    assert deeper and sum(bool(CHAPTER.fullmatch(p)) for p in path) >= 7
+    for i, page in enumerate(path):
+        if not CHAPTER.fullmatch(page):
+            continue
+        links = _links(html_dir, page)
+        assert links["prev"] == path[i - 1], f"{page}: previous is {links['prev']}, not {path[i - 1]}"
+        assert links["next"] == path[i + 1], f"{page}: next is {links['next']}, not {path[i + 1]}"
+    for page in deeper:
+        chapter = "book/" + re.sub(r"^(\d\d)[a-z]_.*", r"\1", page.split("/")[-1])
+        prev = _links(html_dir, page)["prev"] or ""
+        assert prev.startswith(chapter + "_") or DEEPER.fullmatch(prev), f"{page}: previous is {prev}"
