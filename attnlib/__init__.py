@@ -28,29 +28,8 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.data` – data files the chapters read, shipped inside the package
 """
 
-# The modules, as attnlib.<module> (the chapters' imports name them).
-from attnlib import (  # noqa: F401
-    baselines,
-    core,
-    counts,
-    examples,
-    features,
-    grad,
-    kvcache,
-    learned,
-    models,
-    multihead,
-    naive,
-    pipeline,
-    plots,
-    positions,
-    stats,
-    tiled,
-    timing,
-    trace,
-    training,
-    variants,
-)
+import importlib
+from typing import Any
 
 # The top level holds what a reader calls in the chapters, by the chapter that introduces it; every
 # other public name (tables' row types, cost models, helpers) is imported from its module, e.g.
@@ -64,7 +43,6 @@ from attnlib.core import (
     softmax,
 )
 from attnlib.examples import Example, cat_sat_on_mat, cat_sits, three_directions
-from attnlib.feedback import check
 from attnlib.kvcache import KVCache, incremental_attention
 from attnlib.multihead import MultiHeadAttention
 from attnlib.stats import (
@@ -85,6 +63,32 @@ from attnlib.training import (
     nearest_key_accuracy,
     train_retrieval,
 )
+
+# The modules, as attnlib.<module> (the chapters' imports name them), load when first used, so that
+# ``import attnlib`` does not load matplotlib (attnlib.plots) or the exercise registry (attnlib.check).
+_MODULES = frozenset({
+    "baselines", "core", "counts", "data", "diagnosis", "examples", "exercises", "features", "feedback",
+    "grad", "interactive", "kvcache", "learned", "misconceptions", "models", "multihead", "naive",
+    "pipeline", "plots", "positions", "stats", "tiled", "timing", "trace", "training", "variants",
+})
+_LAZY_NAMES = {"check": "attnlib.feedback"}
+
+
+def __getattr__(name: str) -> Any:
+    """``attnlib.<module>`` and ``attnlib.check``, imported on first use."""
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"attnlib.{name}")
+    else:
+        raise AttributeError(f"module 'attnlib' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _MODULES | set(_LAZY_NAMES))
+
 
 __all__ = [
     # computing attention (chapters 1, 2, 6)

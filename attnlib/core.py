@@ -77,7 +77,7 @@ def scale_for(d_k: int, rule: str | float = "inverse_sqrt") -> float:
     else:
         p = _v.check_real(rule, "rule", minimum="non-negative")
     if p == 0.5:
-        return 1.0 / math.sqrt(d_k)  # the very expression of the default below: the same float
+        return 1.0 / math.sqrt(d_k)  # the book's 1/√d_k, written here only
     if p == 0.0:
         return 1.0
     if p == 1.0:
@@ -374,7 +374,7 @@ def scaled_dot_product_attention(
     if is_causal and attn_mask is not None:
         raise ValueError("pass either attn_mask or is_causal=True, not both (as in PyTorch)")
     if scale is None:
-        scale = 1.0 / math.sqrt(d_k)  # scale_for(d_k) returns this very float
+        scale = scale_for(d_k)
     dtype = np.result_type(Q, K, V)
     mask = None
     if attn_mask is not None:

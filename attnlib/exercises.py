@@ -26,7 +26,7 @@ from attnlib import kvcache as _kvcache
 from attnlib import models as _models
 from attnlib import stats as _stats
 from attnlib import variants as _variants
-from attnlib.core import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from attnlib.core import causal_mask, padding_mask, scale_for, scaled_dot_product_attention, softmax
 from attnlib.misconceptions import (
     Candidates,
     _attention_candidates,
@@ -774,7 +774,7 @@ _register(_scalar_exercise(
     "the sentence.",
     "1 number: the scale α, one of the four listed (a factor such as 0.5, not the divisor).",
     _abc_sentence_scale,
-    lambda: [("abc-trace-scale", 1 / math.sqrt(_examples.three_directions().d_k)),
+    lambda: [("abc-trace-scale", scale_for(_examples.three_directions().d_k)),
              ("scale-d_k", 1 / _examples.three_directions().d_k),
              ("abc-divisor", 1 / _abc_sentence_scale())],
 ))
@@ -1071,7 +1071,7 @@ def _four_heads(scale_width: bool = False):
     if not scale_width:
         return mha, tr.weights[:, 0]  # (H, n_k): the row of "The" in each head
     Qh, Kh = tr.Q[:, 0:1], tr.K  # (H, 1, d_head), (H, n, d_head)
-    scores = (Qh @ Kh.swapaxes(-1, -2))[:, 0] / math.sqrt(mha.n_heads * mha.d_head)
+    scores = (Qh @ Kh.swapaxes(-1, -2))[:, 0] * scale_for(mha.n_heads * mha.d_head)
     return mha, softmax(scores, axis=-1)
 
 

@@ -9,13 +9,12 @@ built on the same lines, is :mod:`attnlib.training`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import softmax
+from attnlib.core import scale_for, softmax
 
 __all__ = ["attention_backward"]
 
@@ -117,7 +116,7 @@ def attention_backward(
         )
     scale = _v.check_scale(scale)
     if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
+        scale = scale_for(d_k)
     dtype = np.result_type(Q, K, V, dO)
     Q, K, V, dO = (a.astype(dtype, copy=False) for a in (Q, K, V, dO))
     scale_t = dtype.type(scale)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from attnlib.core import causal_mask, softmax
+from attnlib.core import causal_mask, scale_for, softmax
 from attnlib.naive import naive_softmax
 
 __all__ = ["Misconception", "MISCONCEPTIONS", "attention_misconceptions"]
@@ -448,7 +448,7 @@ def _attention_candidates(
     """Every classic wrong answer for ``what`` (with duplicates of one key allowed), in priority order."""
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     n_k, d_k = K.shape
-    right = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+    right = scale_for(d_k) if scale is None else float(scale)
     allowed = causal_mask(Q.shape[0], n_k) if causal else (None if mask is None else np.asarray(mask))
     out: Candidates = []
 
@@ -464,7 +464,7 @@ def _attention_candidates(
         out.append(("scaled-scores", (Q @ K.T) * right))
         return out
     scales = [("scale-d_k", 1.0 / d_k), ("no-scale", 1.0), ("scale-sqrt-n", 1.0 / math.sqrt(n_k)),
-              ("scale-kept", 1.0 / math.sqrt(d_k))]
+              ("scale-kept", scale_for(d_k))]
     for key, alpha in scales:
         if not math.isclose(alpha, right, rel_tol=1e-12):
             add(key, scale=alpha)

@@ -15,7 +15,6 @@ are the two reshapes that turn the column blocks into a head axis and back;
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import causal_mask, scaled_dot_product_attention
+from attnlib.core import causal_mask, scale_for, scaled_dot_product_attention
 from attnlib.trace import AttentionTrace, trace_attention
 from attnlib.training import xavier_uniform
 
@@ -534,6 +533,6 @@ class MultiHeadAttention:
             head_outputs=head_outputs,
             concat=concat,
             output=output,
-            scale=1.0 / math.sqrt(self.d_head) if scale is None else scale,
+            scale=scale_for(self.d_head) if scale is None else scale,
             attn_mask=mask,
         )

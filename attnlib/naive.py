@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
+from attnlib.core import scale_for
 
 __all__ = ["naive_softmax", "loop_attention"]
 
@@ -137,7 +138,7 @@ def loop_attention(Q: Any, K: Any, V: Any, scale: float | None = None) -> np.nda
     scale = _v.check_scale(scale)
     q_rows, k_rows, v_rows = Q.tolist(), K.tolist(), V.tolist()
     n_k, d_v = len(v_rows), len(v_rows[0])
-    alpha = 1.0 / math.sqrt(len(q_rows[0])) if scale is None else scale
+    alpha = scale_for(len(q_rows[0])) if scale is None else scale
     out = []
     for q in q_rows:
         s = [alpha * sum(q_t * k_t for q_t, k_t in zip(q, k, strict=True)) for k in k_rows]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import softmax
+from attnlib.core import scale_for, softmax
 
 __all__ = [
     "VarianceEstimate",
@@ -458,7 +458,7 @@ def saturation_stats(
     K = rng.standard_normal((n_trials, n_tokens, d_k))  # (n_trials, n_tokens, d_k)
     scores = (q @ K.swapaxes(-1, -2))[:, 0, :]  # (n_trials, n_tokens)
     if scaled:
-        scores /= math.sqrt(d_k)
+        scores *= scale_for(d_k)
     P = softmax(scores, axis=-1)  # (n_trials, n_tokens)
     top = max_weight(P)  # (n_trials,)
     ent = entropy(P)  # (n_trials,)

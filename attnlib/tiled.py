@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import _scores_may_overflow, _working_dtype
+from attnlib.core import _scores_may_overflow, _working_dtype, scale_for
 
 __all__ = ["tiled_attention"]
 
@@ -135,7 +135,7 @@ def tiled_attention(
     n_q, d_k = Q.shape[-2:]
     n_k, d_v = V.shape[-2:]
     if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
+        scale = scale_for(d_k)
     dtype = np.result_type(Q, K, V)
     work = _working_dtype(dtype)  # float16 data is computed in float32, as in core and PyTorch
     scale_t = work.type(scale)

@@ -24,7 +24,7 @@ import numpy as np
 
 from attnlib import _validation as _v
 from attnlib._table import Table
-from attnlib.core import scaled_dot_product_attention
+from attnlib.core import scale_for, scaled_dot_product_attention
 
 __all__ = ["AttentionTrace", "trace_attention"]
 
@@ -184,7 +184,7 @@ class AttentionTrace:
 
 
     def _is_default_scale(self) -> bool:
-        return self.scale == 1.0 / math.sqrt(self.d_k)
+        return self.scale == scale_for(self.d_k)
 
     # -- public ------------------------------------------------------------
     def explain_steps(self, i: int | str, decimals: int = 4) -> dict[str, list[str]]:
@@ -606,7 +606,7 @@ def trace_attention(
     n_q, d_k = Q.shape
     n_k = K.shape[0]
     query_tokens, key_tokens = _labels(tokens, n_q, n_k)
-    scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+    scale = scale_for(d_k) if scale is None else float(scale)
 
     dtype = weights.dtype
     scores = Q.astype(dtype, copy=False) @ K.astype(dtype, copy=False).T  # (n_q, n_k)

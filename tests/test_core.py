@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -877,8 +878,10 @@ def test_top_level_is_lean():
 
     import attnlib
 
+    chapters = sorted(glob.glob(str(Path(__file__).resolve().parents[1] / "book" / "0*.ipynb")))
+    assert len(chapters) >= 7, chapters  # found from any working directory, not only the repository root
     called = set()
-    for path in glob.glob("book/0*.ipynb"):
+    for path in chapters:
         for cell in json.load(open(path, encoding="utf-8"))["cells"]:
             if cell["cell_type"] == "code":
                 # import lines name modules, not calls
@@ -889,3 +892,52 @@ def test_top_level_is_lean():
     assert len(attnlib.__all__) <= 32 and "abc" not in dir(attnlib)
     assert all(getattr(attnlib, name) is not None for name in attnlib.__all__)
     assert not {"KINDS", "CMAP", "StageCount", "ScoreCosts"} & set(dir(attnlib))  # helpers stay home
+
+
+def test_import_attnlib_loads_neither_matplotlib_nor_the_exercise_registry():
+    """``import attnlib`` is the mechanism only; attnlib.plots and attnlib.check load when first used."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys, attnlib\n"
+        "heavy = ('matplotlib', 'plotly', 'ipywidgets', 'attnlib.plots', 'attnlib.exercises',\n"
+        "         'attnlib.feedback')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
+        "attnlib.scaled_dot_product_attention, attnlib.check, attnlib.plots.CMAP\n"
+        "print(sorted(m for m in ('matplotlib', 'attnlib.exercises') if m in sys.modules))\n"
+        "print(sorted(set(attnlib.__all__) - set(dir(attnlib))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "['attnlib.exercises', 'matplotlib']", "[]"], out.stdout
+
+
+def test_every_public_module_is_reachable_as_an_attribute():
+    import attnlib
+
+    root = Path(attnlib.__file__).parent
+    on_disk = {p.stem for p in root.glob("*.py") if not p.stem.startswith("_")}
+    on_disk |= {p.parent.name for p in root.glob("*/__init__.py")}
+    assert on_disk == set(attnlib._MODULES), on_disk ^ set(attnlib._MODULES)
+    assert all(type(getattr(attnlib, name)).__name__ == "module" for name in on_disk)
+    with pytest.raises(AttributeError, match="no attribute 'softmaxx'"):
+        attnlib.softmaxx  # noqa: B018
+
+
+def test_the_factor_one_over_sqrt_d_k_is_written_once():
+    """Every default scale comes from core.scale_for: the expression 1/√d_k appears once in attnlib's code."""
+    import io
+    import tokenize
+
+    root = Path(__file__).resolve().parents[1] / "attnlib"
+    factor = re.compile(r"/(math|np)\.sqrt\([^)]*d_(k|head)|1(\.0)?/(math|np)\.sqrt\(len\(|\*\*-0\.5")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        code = {}  # line number -> the line's code without strings and comments, spaces removed
+        for tok in tokens:
+            if tok.type not in (tokenize.STRING, tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+                code[tok.start[0]] = code.get(tok.start[0], "") + tok.string
+        found += [f"{path.relative_to(root)}:{n}" for n, line in code.items() if factor.search(line)]
+    assert len(found) == 1 and found[0].startswith("core.py:"), found

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from attnlib.core import scale_for
 from attnlib.interactive._render import TEXT, DataTable, ExplorerState, StaticFigure
 from attnlib.plots import CMAP, PALETTE
 from attnlib.trace import AttentionTrace
@@ -96,7 +97,7 @@ def _causal_state(trace: AttentionTrace, i: int, masked: bool) -> ExplorerState:
     total = sum(e.values())
     d_k = trace.Q.shape[-1]
     scale = f"{trace.scale:.4g}"
-    if math.isclose(trace.scale, d_k**-0.5):
+    if math.isclose(trace.scale, scale_for(d_k)):
         scale = f"1/√{d_k} = {scale}"
     lines = [
         f"scores of “{query}”: q · k_j × {scale}: "

@@ -460,7 +460,7 @@ def variance_explorer(
     words: dict[tuple[int], ExplorerState] = {}
     for k, d_k in enumerate(d_ks):
         raw = samples[d_k]  # (n_samples,)
-        scaled = raw / math.sqrt(d_k)  # (n_samples,)
+        scaled = raw * scale_for(d_k)  # (n_samples,)
         panels = []
         for values, is_scaled in ((raw, False), (scaled, True)):
             edges = histogram_edges(d_k, scaled=is_scaled)  # (HIST_BINS + 1,)

@@ -28,8 +28,8 @@ from attnlib.multihead import MultiHeadAttention
 from attnlib.trace import trace_attention
 
 PAGE = "book/05_masks_heads.html"
-CAUSAL = "beyond-causal-explorer"
-HEADS = "beyond-heads-explorer"
+CAUSAL = "causal-explorer"
+HEADS = "heads-explorer"
 
 _STATE_JS = """
 id => { const gd = document.getElementById(id);

@@ -28,9 +28,9 @@ from attnlib.interactive.qkv_explorers import PHASES
 from attnlib.trace import trace_attention
 
 PAGE = "book/03_worked_examples.html"
-STEPPER = "worked-stepper"
-HEATMAP = "worked-weights-hover"
-CAT_SITS = "worked-cat-sits-stepper"  # HTML tables only: no plot to wait for
+STEPPER = "pipeline-stepper"
+HEATMAP = "weights-heatmap"
+CAT_SITS = "qkv-stepper"  # HTML tables only: no plot to wait for
 
 _STATE_JS = """
 id => { const gd = document.getElementById(id);

@@ -22,7 +22,7 @@ from attnlib.interactive._render import _rounded as as_plotted  # the figure's r
 from attnlib.trace import trace_attention
 
 PAGE = "book/02_qkv.html"
-WORDS = "qkv-word-explorer"
+WORDS = "word-explorer"
 
 _BARS_JS = """
 id => { const gd = document.getElementById(id);
