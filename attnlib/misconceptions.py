@@ -164,10 +164,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("flops-sum-l-adds", "L additions for a sum of L numbers",
        "A sum of L numbers takes L − 1 additions: the first term starts the accumulator.",
        "Count L − 1 additions per dot product of length L and per row sum of L terms.", ("counts",)),
-    _M("flops-projections", "projections counted per pair",
-       "Your per-pair count includes the projections Q W_q and K W_k, which are done once per token, not "
-       "once per pair.",
-       "Subtract the projections before dividing by the number of pairs.", ("counts",)),
     _M("flops-max-n-compares", "n comparisons for a maximum of n numbers",
        "The maximum of L numbers takes L − 1 comparisons.",
        "Count n_k − 1 comparisons per row.", ("counts",)),
@@ -177,13 +173,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("flops-swapped", "n_q and n_k swapped",
        "Your counts are those of 5 queries and 3 keys. Here 3 queries each score 5 keys.",
        "Rows of S are queries: n_q = 3, n_k = 5.", ("counts",)),
-    _M("d_a-equal-widths", "equal widths, not equal costs",
-       "d_a = d_k makes the widths equal, but an additive score costs about 3 FLOPs per hidden unit and "
-       "a dot product about 2 per dimension.",
-       "Set the per-pair counts equal and solve for d_a."),
-    _M("d_a-inverted", "ratio inverted",
-       "Your d_a makes the additive score cost more per pair, not the same: the ratio is inverted.",
-       "3·d_a ≈ 2·d_k, so d_a ≈ 2·d_k / 3."),
     _M("shapes-w-transposed", "projection matrices transposed",
        "With row vectors, Q = X W_Q maps a (n, d_model) input to (n, d_k), so W_Q is (d_model, d_k).",
        "Write each projection as (d_model, output width).", ("shapes",)),
@@ -233,12 +222,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Your numbers are A_i,cat · v_cat', the whole new contribution of 'cat'. The old contribution "
        "A_i,cat · v_cat was there before.",
        "Subtract the old contribution: A_i,cat · (v_cat' − v_cat)."),
-    _M("rowsum-weights", "sums of the weights instead of the outputs",
-       "Each row of A sums to 1; the question asks for the sums of the rows of O = A V.",
-       "Sum the output rows: output.sum(axis=1)."),
-    _M("abc-trace-scale", "the scale of the trace",
-       "1/√d_k = 1/√2 is the scale that produced the trace, which the sentence does not match.",
-       "Try the other scales and compare all five numbers, rounded to two decimals."),
     _M("abc-divisor", "the divisor instead of the factor",
        "The factor multiplies the scores; you gave the number they are divided by.",
        "Give α as a factor, e.g. 0.5 for a division by 2."),
@@ -255,9 +238,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("order-swapped", "the right numbers in the wrong order",
        "Your numbers are right, but in another order than the answer asks for.",
        "Check the order the exercise gives for the answer."),
-    _M("abc-stated", "the sentence's numbers",
-       "These are the numbers the sentence states; the question asks for the numbers Q, K and V give.",
-       "Compute them with trace_attention."),
     _M("unit-normalised-queries", "queries normalised too",
        "Only the keys are rescaled to length 1; the query keeps its length, which multiplies every score "
        "of its row.",
@@ -266,13 +246,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "These are the weights with the keys as given (the three scores of query B tie); the question "
        "rescales every key to length 1 first.",
        "K / np.linalg.norm(K, axis=1, keepdims=True)."),
-    _M("xavier-sd-scaling", "variance divided by √d_k",
-       "The factor 1/√d_k multiplies the score, so the variance is divided by its square, d_k.",
-       "Var(q·k / √d_k) = Var(q·k) / d_k."),
-    _M("xavier-no-sum", "an entry of q as one weight",
-       "An entry of q = x W_Q sums d_model products of an input and a weight, so its variance is "
-       "d_model times a weight's.",
-       "Var(q_t) = d_model · 2 / (fan_in + fan_out)."),
     _M("bytes-float32", "4 bytes per number",
        "A 16-bit format takes 2 bytes per number; your numbers are those of float32.",
        "Use 2 bytes per number.", ("bytes",)),
@@ -285,10 +258,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("bytes-units", "not in bytes",
        "Your numbers are in binary or decimal units (MiB, GiB, MB, GB); give bytes.",
        "Multiply by 2**20 for MiB, 2**30 for GiB.", ("bytes",)),
-    _M("scores-kv-heads", "8 heads of scores",
-       "Grouped-query attention shares keys and values between query heads, but every one of the 64 "
-       "query heads still scores every key.",
-       "Count 64 heads of scores per layer."),
     _M("kv-keys-only", "keys only",
        "The cache holds a key and a value per token, per layer and per key–value head.",
        "Count d_k + d_v numbers per token, layer and head."),
@@ -321,44 +290,9 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "Your mask has the shape (B, n, n) = (2, 5, 5). Broadcast against (B, H, n, n), its first axis "
        "lines up with the heads, not with the batch, so each head gets the other sentence's mask.",
        "Insert a head axis: padding_mask(...)[:, None] has shape (B, 1, 1, n)."),
-    _M("window-off-by-one", "window one too wide",
-       "With w = 2 a token sees itself and the one before it; yours sees two before it.",
-       "Allow only the keys j = i − 1 and j = i."),
-    _M("window-diagonal", "window of 1",
-       "Your mask lets each token see only itself; w = 2 adds the token before it.",
-       "Allow the key j = i − 1 as well."),
-    _M("window-symmetric", "band not causal",
-       "Your band also allows the next token (|i − j| ≤ 1); a sliding window here is causal.",
-       "Keep j ≤ i."),
-    _M("window-flipped", "band flipped",
-       "Your band allows the token after, not the one before.",
-       "Transpose: the band lies on and below the diagonal."),
-    _M("pairs-2n", "2n pairs",
-       "The first token has no token before it, so it contributes one pair, not two.",
-       "Count the allowed entries of the mask."),
     _M("heads-per-head-params", "parameters per head",
        "The four matrices W_Q, W_K, W_V and W_O hold every head's weights together.",
        "Count the entries of the four matrices once."),
-    _M("key-unchanged", "k_on unchanged",
-       "Your k_on equals the original [0, 0, 1, 1].",
-       "Change one of its entries."),
-    _M("key-several", "more than one entry changed",
-       "The exercise allows a change of one entry of k_on.",
-       "Change a single entry."),
-    _M("key-invisible", "an entry 'The' cannot see",
-       "q_The = [1, 0, 1, 0] is 0 in d1 and d3, so the entries of k_on in those dimensions do not enter "
-       "the score of 'The' with 'on'.",
-       "Change d0 or d2."),
-    _M("agree-unchanged", "the outputs of V in its own order",
-       "Your outputs are those of the original V. The weights do not change, since V does not enter "
-       "them, but each weight now multiplies the row of V[::-1] at its key's position, which belongs to "
-       "the other token.",
-       "Keep the weights and multiply them by V[::-1]."),
-    _M("agree-weights-reversed", "the weights' rows reversed instead of the values",
-       "Your outputs are the weights with their rows in reverse order times the original V (the same as "
-       "the outputs in reverse token order): each query got the other query's weights. Reversing V does "
-       "not change which query has which weights; it changes which value row each weight multiplies.",
-       "Keep A as it is and multiply it by V[::-1]."),
     _M("online-no-rescale", "ℓ not rescaled when the maximum grew",
        "Your running sums add e^(s_j − m') to the old ℓ as it was. The old terms were taken relative to "
        "the old maximum m; when the maximum grows to m' they must be taken relative to m' too, so the "
@@ -369,10 +303,9 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "now taken relative to a larger maximum, so they shrink: the correction is e^(old − new), at "
        "most 1.",
        "Multiply the old ℓ by e^(m − m'), m the old maximum and m' the new one."),
-    _M("online-no-max", "ℓ summed without subtracting the maximum (overflow)",
-       "Your running sums are infinite: they add e^(s_j) itself, and the exponential of a logit this "
-       "large overflows float64 (whose largest number is about 1.8e308). The online softmax only "
-       "exponentiates s_j − m and m − m', which are at most 0.",
+    _M("online-no-max", "ℓ summed without subtracting the maximum",
+       "Your running sums add e^(s_j) itself. The online softmax keeps every term relative to the "
+       "running maximum, e^(s_j − m), so that no exponent is above 0 and large logits cannot overflow.",
        "Add e^(s_j − m') with the running maximum m', never e^(s_j)."),
     _M("online-m-fixed", "maximum not updated (the first logit kept)",
        "Your m stays at the first logit, so a larger logit later gives a term e^(s_j − m) above 1: the "
@@ -384,13 +317,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
        "a time: after key j its maximum is that of the keys 0 to j only. Knowing the final maximum in "
        "advance takes a first pass over the row, which is what the online softmax avoids.",
        "After key j, m is the maximum of s_0, ..., s_j."),
-    _M("mask-other-lengths", "the padding of other lengths",
-       "Your mask hides padding, but not that of this batch: each row of the padding mask follows the "
-       "length of its own sentence, in the batch's order.",
-       "Build the padding mask from this batch's lengths, in order, then combine it with the causal mask."),
-    _M("key-tie", "a tie, not a lead",
-       "'on' now ties with the best key; the exercise asks for more weight than on any other token.",
-       "Raise the entry a little more."),
 )}
 
 

@@ -1,6 +1,6 @@
 """The exercises of every chapter as an instructor plans with them and a learner works through them.
 
-Each chapter numbers its learning objectives and has 4 to 8 exercises covering the three levels
+Each chapter numbers its learning objectives and has 3 to 8 exercises covering the three levels
 (1: compute by hand, 2: change or write code, 3: derive or explain). The first line of every
 exercise says its level, the objective it serves and an estimated time, and ends with "challenge"
 when the exercise goes beyond the chapter's core, or with "essential" for the one core exercise of each
@@ -35,7 +35,7 @@ from notebook_edition import is_deeper_page  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 CHECK_CALL = re.compile(r'\bcheck\(\s*"([\w:-]+)"')
-MIN_EXERCISES, MAX_EXERCISES = 4, 8
+MIN_EXERCISES, MAX_EXERCISES = 3, 4  # few, each asking something no other exercise or the text asks
 MIN_MINUTES, MAX_MINUTES = 5, 45
 MIN_CORE = 3  # core exercises per chapter, a level 1 and a level 2 among them
 MAX_CHALLENGE_SHARE = 0.4  # of the book's exercises

@@ -135,43 +135,7 @@ def _() -> Verified:
     )
 
 
-@verifies("01_why_attention", "additive-vs-dot")
-def _() -> Verified:
-    costs = attnlib.baselines.score_costs(n_q=1024, n_k=1024, d_k=64, d_a=64)
-    ratio = costs.additive.flops / costs.dot_product.flops
-    assert costs.dot_product.tanhs == 0 < costs.additive.tanhs, "only the additive score has tanh"
-    # widths may differ: additive scores of 2 queries of width 6 against keys of width 4
-    rng = np.random.default_rng(RNG_SEED)
-    ex = attnlib.cat_sat_on_mat()
-    S = attnlib.baselines.additive_scores(rng.normal(size=(2, 6)), ex.K, rng.normal(size=(6, 3)),
-                                rng.normal(size=(ex.d_k, 3)), rng.normal(size=3))
-    assert S.shape == (2, ex.n)
-    return Verified(
-        numbers=given(64, 2, 3),
-        correct=letters([
-            S.shape == (2, ex.n),  # queries of width 6, keys of width 4
-            ratio > 1,
-            costs.additive.largest_intermediate == costs.dot_product.largest_intermediate,  # one matmul?
-            costs.additive.tanhs == 0,
-        ]),
-    )
-
-
 # --------------------------------------------------------------------------- chapter 2
-@verifies("02_qkv", "transpose")
-def _() -> Verified:
-    rng = np.random.default_rng(RNG_SEED)
-    Q, K = rng.normal(size=(3, 4)), rng.normal(size=(5, 4))
-    scores = np.array([[q @ k for k in K] for q in Q])  # entry (i, j) is q_i · k_j, one row per query
-    assert fails(lambda: Q @ K)
-    candidates = [Q @ K.T, None, K @ Q.T]
-    return Verified(
-        numbers=given(3, 4, 5),
-        correct=letters([c is not None and c.shape == scores.shape and np.allclose(c, scores)
-                         for c in candidates]),
-    )
-
-
 @verifies("02_qkv", "length-and-angle")
 def _() -> Verified:
     q = np.array([1.0, 1.0])

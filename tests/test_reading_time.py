@@ -317,9 +317,10 @@ def test_the_path_table_sums_core_and_deeper_minutes() -> None:
     assert "doing the exercises and the quizzes not included" in caption
     body = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
             for tr in soup.tbody.find_all("tr")]
-    assert body == [["BOOK/01_A", "50 min", "none"], ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min"]]
+    assert body == [["BOOK/01_A", "50 min", "none", "50 min"],
+                    ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min", "40 min"]]
     foot = [c.get_text() for c in soup.tfoot.find_all(["th", "td"])]
-    assert foot == ["All chapters", "1 h 30 min", "25 min"]
+    assert foot == ["All chapters", "1 h 30 min", "25 min", "1 h 30 min"]
     assert soup.find("a", href="02a_c.html") is not None
     assert all(th.get("scope") == "row" for th in soup.tbody.find_all("th"))
 
@@ -337,5 +338,36 @@ def test_the_path_table_says_what_a_first_evening_reads() -> None:
                             "book/03_c": (30, True), "book/04_d": (25, True)})
     soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p), "html.parser")
     foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in soup.tfoot.find_all("tr")]
-    assert foot == [["All chapters", "1 h 50 min", "10 min"],
-                    ["A first evening: chapters 1–3", "1 h 25 min", "10 min"]]
+    assert foot == [["All chapters", "1 h 50 min", "10 min", "1 h 50 min"],
+                    ["A first evening: chapters 1–3", "1 h 25 min", "10 min", "1 h 25 min"]]
+
+
+def test_the_path_table_adds_the_exercise_statements_and_quiz_in_a_column_of_its_own() -> None:
+    rows = rt.reading_path({"book/01_a": (20, True, 15), "book/02_b": (35, True, 12),
+                            "book/02a_x": (10, False, 0), "book/03_c": (30, True, 20),
+                            "book/04_d": (25, False)})
+    assert [r.practice for r in rows] == [15, 12, 20, 0]
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p), "html.parser")
+    assert soup.thead.find_all("th")[-1].get_text() == "Core with exercise statements and quiz"
+    assert [tr.find_all("td")[-1].get_text() for tr in soup.tbody.find_all("tr")] == [
+        "35 min", "47 min", "50 min", "25 min"]
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])][-1] for tr in soup.tfoot.find_all("tr")]
+    assert foot == ["2 h 37 min", "2 h 12 min"]
+    caption = soup.caption.get_text()
+    assert "reading each exercise's statement and taking the quiz, a minute a question" in caption
+
+
+def test_practice_reads_the_exercise_statements_and_check_cells_not_the_solutions_and_a_minute_a_question():
+    from sphinx_exercise.nodes import solution_node
+
+    doc = _doctree(f"# A chapter\n\n{_words(50)}\n\n## Exercises\n\n{_words(218)}\n\n"
+                   "## Self-check quiz\n\nx\n")
+    exercises, quiz = rt._subsections(doc.children[0])
+    exercises += solution_node("", nodes.paragraph("", _words(5000)))  # folded: not read before trying
+    exercises += _cell("answer = ...\ncheck('x', answer)", "")  # a check cell: 15 s and 2 lines
+    form = '<form class="attnlib-quiz-question" id="q{}"></form>'
+    quiz += nodes.raw("", "".join(form.format(i) for i in range(3)), format="html")
+    # 219 + 3 words (titles included) at 110 a minute; the check cell 15 s + 2 lines; 3 questions
+    assert rt.practice_seconds([exercises, quiz]) == pytest.approx(60 / 110 * (219 + 3) + 21 + 180)
+    times = rt.page_times(doc)
+    assert times.practice == 6 and times.minutes == 1  # ceil(5.45 min); the page's reading stays its own

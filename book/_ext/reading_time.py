@@ -33,7 +33,10 @@ minutes per chapter, code and figures included, to within a few minutes. It time
 the exercises and the quiz are the reader's work.
 
 Sections without a line: "Exercises" and "Self-check quiz" (:data:`UNTIMED_SECTIONS`). The page total
-leaves them out too and says "plus exercises" when the page has an Exercises section. The page total is
+leaves them out too and says "plus exercises" when the page has an Exercises section. What a reader spends on
+them before doing any exercise, reading each statement and check cell (not the folded solutions) at the
+same paces and taking the quiz at :attr:`Pace.quiz_question` a question, is the page's ``practice``; the
+reading path on the introduction gives it in a column of its own. The page total is
 the cost of everything else on the page, its introduction under the title included, rounded once: it is
 at most the sum of the sections' minutes plus the introduction's, and at least that sum less one minute
 a section. "Learning objectives" and "Summary" are timed like any other section.
@@ -81,6 +84,7 @@ class Pace:
     line: float = 3.0  # of code or of output (a row of a table)
     figure: float = 30.0
     explorer: float = 120.0
+    quiz_question: float = 60.0  # reading a question and its options, choosing, checking
 
 
 PACE = Pace()
@@ -149,6 +153,26 @@ class PageTimes:
     exercises: bool
     sections: tuple[TimedSection, ...]
     cost: Cost = Cost()
+    practice: int = 0  # minutes to read the exercise statements and check cells and take the quiz
+
+
+QUIZ_QUESTION = 'class="attnlib-quiz-question"'  # one per question in the quiz directive's HTML
+
+
+def _solutions(node: nodes.Node) -> tuple[nodes.Node, ...]:
+    """The solutions under ``node`` (sphinx-exercise's, folded): read after an exercise is tried."""
+    return tuple(n for n in node.findall(nodes.Element) if type(n).__name__ == "solution_node")
+
+
+def practice_seconds(sections: list[nodes.section]) -> float:
+    """Seconds to read the exercise statements (their check cells included, their solutions not) and to
+    take the quiz, a minute a question: the reader's time before doing any exercise."""
+    seconds = 0.0
+    for section in sections:
+        seconds += measure(section, skip=_solutions(section)).seconds
+        raw = "".join(n.astext() for n in section.findall(nodes.raw))
+        seconds += raw.count(QUIZ_QUESTION) * PACE.quiz_question
+    return seconds
 
 
 # --------------------------------------------------------------------------- counting
@@ -293,7 +317,8 @@ def page_times(document: nodes.document) -> PageTimes | None:
             timed.append(TimedSection(section, cost.words, cost.minutes, cost))
     cost = measure(page, skip=tuple(untimed))
     exercises = any(_title(s) == EXERCISES for s in untimed)
-    return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost)
+    practice = math.ceil(practice_seconds(untimed) / 60 - 1e-9)
+    return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost, practice)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -339,7 +364,7 @@ def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
     times = page_times(doctree)
     if times is not None:
         add_lines(times)
-        _path_minutes(app)[docname] = (times.minutes, times.exercises)
+        _path_minutes(app)[docname] = (times.minutes, times.exercises, times.practice)
 
 
 # --------------------------------------------------------------------------- the reading path
@@ -374,7 +399,7 @@ def _skip_path(translator: Any, node: ReadingPath) -> None:
     raise nodes.SkipNode
 
 
-def _path_minutes(app: Any) -> dict[str, tuple[int, bool]]:
+def _path_minutes(app: Any) -> dict[str, tuple[int, bool, int]]:
     if not hasattr(app, "reading_path_minutes"):
         app.reading_path_minutes = {}
     return app.reading_path_minutes
@@ -388,20 +413,23 @@ class PathRow:
     minutes: int
     exercises: bool
     deeper: tuple[tuple[str, int], ...]
+    practice: int = 0  # minutes to read its exercise statements and take its quiz (PageTimes.practice)
 
 
-def reading_path(minutes_by_page: dict[str, tuple[int, bool]]) -> list[PathRow]:
-    """The chapters in order (``book/03_...``), each with its going-deeper pages (``book/03a_...``)."""
+def reading_path(minutes_by_page: dict[str, tuple[int, bool] | tuple[int, bool, int]]) -> list[PathRow]:
+    """The chapters in order (``book/03_...``), each with its going-deeper pages (``book/03a_...``).
+    A page's value is (minutes, has exercises) or (minutes, has exercises, practice minutes)."""
     rows: list[PathRow] = []
     for page in sorted(minutes_by_page):
         name = page.rsplit("/", 1)[-1]
         deeper = re.match(r"(\d\d)[a-z]_", name)
+        minutes, exercises, *practice = minutes_by_page[page]
         if deeper is None:
-            rows.append(PathRow(page, *minutes_by_page[page], ()))
+            rows.append(PathRow(page, minutes, exercises, (), practice[0] if practice else 0))
         elif rows and rows[-1].chapter.rsplit("/", 1)[-1].startswith(deeper.group(1) + "_"):
             last = rows[-1]
             rows[-1] = PathRow(last.chapter, last.minutes, last.exercises,
-                               (*last.deeper, (page, minutes_by_page[page][0])))
+                               (*last.deeper, (page, minutes)), last.practice)
         else:
             raise ValueError(f"going-deeper page {page} has no chapter before it")
     return rows
@@ -425,18 +453,24 @@ def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[
     for row in rows:
         deep = "<br>".join(f"{a(page, short(page))}, {m} min" for page, m in row.deeper) or "none"
         body.append(f'<tr><th scope="row">{a(row.chapter, title(row.chapter))}</th><td>{row.minutes} min</td>'
-                    f"<td>{deep}</td></tr>")
+                    f"<td>{deep}</td><td>{hours(row.minutes + row.practice)}</td></tr>")
     core = sum(r.minutes for r in rows)
     deeper = sum(m for r in rows for _, m in r.deeper)
+    practice = sum(r.practice for r in rows)
     first = rows[:FIRST_EVENING]
     caption = (f"Minutes of reading, with the code, outputs, figures and explorers (prose at about"
-               f" {WORDS_PER_MINUTE} words a minute); doing the exercises and the quizzes not included")
-    head = '<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th></tr>'
-    foot = f'<tr><th scope="row">All chapters</th><td>{hours(core)}</td><td>{hours(deeper)}</td></tr>'
+               f" {WORDS_PER_MINUTE} words a minute); doing the exercises and the quizzes not included."
+               " The last column adds reading each exercise's statement and taking the quiz, a minute a"
+               " question")
+    head = ('<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th>'
+            '<th scope="col">Core with exercise statements and quiz</th></tr>')
+    foot = (f'<tr><th scope="row">All chapters</th><td>{hours(core)}</td><td>{hours(deeper)}</td>'
+            f"<td>{hours(core + practice)}</td></tr>")
     if len(rows) > FIRST_EVENING:
         foot += (f'<tr><th scope="row">A first evening: chapters 1–{FIRST_EVENING}</th>'
                  f"<td>{hours(sum(r.minutes for r in first))}</td>"
-                 f"<td>{hours(sum(m for r in first for _, m in r.deeper))}</td></tr>")
+                 f"<td>{hours(sum(m for r in first for _, m in r.deeper))}</td>"
+                 f"<td>{hours(sum(r.minutes + r.practice for r in first))}</td></tr>")
     return (f'<table class="table {PATH_CLASS}-table">\n<caption>{caption}</caption>\n'
             f"<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) +
             f"\n</tbody>\n<tfoot>{foot}</tfoot>\n</table>")
@@ -477,4 +511,5 @@ def setup(app: Any) -> dict[str, Any]:
 
 
 __all__ = ["PageTimes", "PathRow", "ReadingPath", "ReadingTime", "TimedSection", "add_lines", "count_words",
-           "hours", "minutes", "page_line", "page_times", "path_table", "reading_path", "section_line"]
+           "hours", "minutes", "page_line", "page_times", "path_table", "practice_seconds", "reading_path",
+           "section_line"]

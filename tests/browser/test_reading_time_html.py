@@ -96,6 +96,13 @@ def test_every_chapter_page_shows_its_reading_times(html_dir: Path, toc_pages: l
             f"{rel}: the page says {page_minutes} min, its sections {minutes}, its introduction <= {intro}")
 
 
+def _said_minutes(text: str) -> int:
+    """``"1 h 39 min"``, ``"2 h"`` or ``"43 min"`` as minutes (the inverse of ``reading_time.hours``)."""
+    found = re.fullmatch(r"(?:(\d+) h)? ?(?:(\d+) min)?", text.strip())
+    assert found and any(found.groups()), text
+    return int(found.group(1) or 0) * 60 + int(found.group(2) or 0)
+
+
 def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
         html_dir: Path, toc_pages: list[str]) -> None:
     """The reading path on the introduction ({reading-path}): one row per chapter in toc order, its core
@@ -129,7 +136,10 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
             assert int(m) == shown(page), page
             deep += int(m)
     foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in table.tfoot.find_all("tr")]
-    assert foot[0][1:] == [rt.hours(core), rt.hours(deep)]
+    assert foot[0][1:3] == [rt.hours(core), rt.hours(deep)]
+    with_practice = [_said_minutes(r.find_all("td")[-1].get_text()) for r in rows]
+    assert all(p > shown(c) for p, c in zip(with_practice, chapters, strict=True)), "exercises add time"
+    assert foot[0][3] == rt.hours(sum(with_practice))
     first = sum(shown(c) for c in chapters[:rt.FIRST_EVENING])
     assert foot[1][0] == f"A first evening: chapters 1–{rt.FIRST_EVENING}" and foot[1][1] == rt.hours(first)
     assert first <= FIRST_EVENING_MINUTES, (

@@ -139,7 +139,10 @@ def test_a_student_chapter_printed_to_pdf_holds_no_solution(
     finally:
         context.close()
     assert not [f for f in frags if f.value in printed], "the student PDF holds solution text"
-    assert all(f"exercise3.{k}" in printed for k in range(1, 7)), "an exercise is missing from the PDF"
+    source = nbformat.read(REPO_ROOT / "book" / f"{chapter}.ipynb", as_version=4)
+    count = sum(c.source.count(":::{exercise}") for c in source.cells if c.cell_type == "markdown")
+    assert count >= 3 and all(f"exercise3.{k}" in printed for k in range(1, count + 1)), (
+        f"an exercise of the {count} is missing from the PDF")
     # The same chapter of the full book, printed with its solutions, holds pieces of every solution:
     # the search above would have found them.
     context, page, _ = _open(browser, f"{base_url}/book/{chapter}.html")
