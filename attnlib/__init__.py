@@ -4,6 +4,7 @@ The library every chapter of the book computes with. One module per concept:
 
 * :mod:`attnlib.baselines` – what came before: a toy recurrent encoder and additive (Bahdanau) scoring
 * :mod:`attnlib.core` – ``softmax``, ``scaled_dot_product_attention``, masks
+* :mod:`attnlib.reference` – the formula in four array operations, held equal to the fast path by the tests
 * :mod:`attnlib.trace` – every intermediate of one attention call, explained
 * :mod:`attnlib.pipeline` – the whole computation in one schematic figure, with its shapes
 * :mod:`attnlib.examples` – the book's fixed examples as data
@@ -69,7 +70,8 @@ from attnlib.training import (
 _MODULES = frozenset({
     "baselines", "core", "counts", "data", "diagnosis", "examples", "exercises", "features", "feedback",
     "grad", "interactive", "kvcache", "learned", "misconceptions", "models", "multihead", "naive",
-    "pipeline", "plots", "positions", "stats", "tiled", "timing", "trace", "training", "variants",
+    "pipeline", "plots", "positions", "reference", "stats", "tiled", "timing", "trace", "training",
+    "variants",
 })
 _LAZY_NAMES = {"check": "attnlib.feedback"}
 
