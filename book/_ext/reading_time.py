@@ -90,6 +90,11 @@ class Pace:
 PACE = Pace()
 
 
+def whole_minutes(seconds: float) -> int:
+    """``seconds`` as whole minutes, rounded up (a float's last-place error does not add a minute)."""
+    return math.ceil(seconds / 60 - 1e-9)
+
+
 @dataclass(frozen=True)
 class Cost:
     """What a part of a page holds: words of prose, code cells shown, lines of code and output shown,
@@ -113,7 +118,7 @@ class Cost:
     @property
     def minutes(self) -> int:
         """Whole minutes, rounded up, at least one."""
-        return max(1, math.ceil(self.seconds / 60 - 1e-9))
+        return max(1, whole_minutes(self.seconds))
 
 
 class ReadingTime(nodes.General, nodes.Element):
@@ -317,7 +322,7 @@ def page_times(document: nodes.document) -> PageTimes | None:
             timed.append(TimedSection(section, cost.words, cost.minutes, cost))
     cost = measure(page, skip=tuple(untimed))
     exercises = any(_title(s) == EXERCISES for s in untimed)
-    practice = math.ceil(practice_seconds(untimed) / 60 - 1e-9)
+    practice = whole_minutes(practice_seconds(untimed))
     return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost, practice)
 
 
