@@ -7,11 +7,13 @@ BIN    := $(VENV)/bin
 HTML   := _build/html
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test-deps book build pages test lint unit colab nbgrader notebooks nbval nbval-nudged browser browser-tests bench execute edition student pdf have-chromium clean
+.PHONY: help venv test-deps book build pages test check lint typecheck dist unit colab nbgrader notebooks nbval nbval-nudged browser browser-tests bench execute edition student pdf have-chromium clean
 
 help:
 	@echo "make book   build the HTML book into $(HTML) (sets up $(VENV) first)"
 	@echo "make test   lint, unit/property tests, nbval on every notebook, build, browser tests"
+	@echo "make check  the everyday loop (under 2½ min): lint, types, the library's tests and doctests"
+	@echo "make dist   attnlib's wheel and sdist into _build/dist, checked by twine (the book serves the same)"
 	@echo "make bench  run the benchmarks under bench/"
 	@echo "make pdf    print the book to _build/pdf/book.pdf and book-student.pdf (needs chromium)"
 	@echo "make student  the student edition, no solutions: _build/student/html and _build/student/notebooks"
@@ -45,6 +47,22 @@ book: build
 
 lint: test-deps
 	$(BIN)/ruff check attnlib tests bench book/_ext
+
+typecheck: test-deps
+	$(BIN)/mypy
+
+# The everyday loop: lint, types, and the tests of the library itself (not the book's pages, editions,
+# notebooks or browsers, which make test adds).
+CHECK_TESTS := $(filter-out $(addprefix tests/test_,$(addsuffix .py,colab nbgrader binder student_edition \
+	notebook_edition torch_crosscheck torch_agreement prose_numbers claims first_use package)),$(wildcard tests/test_*.py))
+check: lint typecheck
+	$(BIN)/python -m pytest -q -n 2 -x attnlib $(CHECK_TESTS) --doctest-modules
+
+dist: test-deps
+	rm -rf _build/dist
+	$(BIN)/python -c "import sys; sys.path.insert(0, 'book/_ext'); import attnlib_wheel, pathlib; \
+		print(*attnlib_wheel.build_distributions(pathlib.Path('_build/dist')), sep='\n')"
+	$(BIN)/twine check --strict _build/dist/*
 
 unit: test-deps
 	$(BIN)/python -m pytest -q attnlib tests --doctest-modules --ignore=tests/browser --ignore=tests/test_colab.py \
@@ -97,7 +115,7 @@ browser-tests: test-deps
 # First unit (one core), colab and nbgrader (these two mostly wait on pip while their environments are
 # built) and the pages (the book's build, then the student edition's) side by side; -O prints each layer's
 # output whole when it ends. Then nbval twice, then the browser layer on the pages built in the first stage.
-test: lint
+test: lint typecheck
 	$(MAKE) --no-print-directory -j4 -O unit colab nbgrader pages
 	$(MAKE) --no-print-directory notebooks
 	$(MAKE) --no-print-directory browser-tests

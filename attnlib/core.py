@@ -19,7 +19,7 @@ weighted sums lose most of their digits long before that.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -159,7 +159,15 @@ def softmax(x: Any, axis: int = -1, mask: Any = None) -> np.ndarray:
     return weights.astype(x.dtype, copy=False)
 
 
-def _softmax_inplace(z: np.ndarray, axis: int, *, normalise: bool = True) -> np.ndarray:
+@overload
+def _softmax_inplace(z: np.ndarray, axis: int, *, normalise: Literal[True] = ...) -> np.ndarray: ...
+@overload
+def _softmax_inplace(
+    z: np.ndarray, axis: int, *, normalise: Literal[False]
+) -> tuple[np.ndarray, np.ndarray]: ...
+def _softmax_inplace(
+    z: np.ndarray, axis: int, *, normalise: bool = True
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Softmax of ``z`` along ``axis``, overwriting ``z``; ``-inf`` entries give 0.
 
     With ``normalise=False`` returns ``(exp(z - max), sum)`` so a caller can
@@ -266,6 +274,16 @@ def padding_mask(lengths: Any, n_k: int) -> np.ndarray:
     return (np.arange(n_k) < arr[:, None])[:, None, :]  # (batch, 1, n_k)
 
 
+@overload
+def scaled_dot_product_attention(
+    Q: Any, K: Any, V: Any, attn_mask: Any = ..., *, is_causal: bool = ..., scale: float | None = ...,
+    return_weights: Literal[False] = ..., enable_gqa: bool = ...,
+) -> np.ndarray: ...
+@overload
+def scaled_dot_product_attention(
+    Q: Any, K: Any, V: Any, attn_mask: Any = ..., *, is_causal: bool = ..., scale: float | None = ...,
+    return_weights: Literal[True], enable_gqa: bool = ...,
+) -> tuple[np.ndarray, np.ndarray]: ...
 def scaled_dot_product_attention(
     Q: Any,
     K: Any,

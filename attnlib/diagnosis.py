@@ -108,10 +108,12 @@ def _off(a: np.ndarray, r: np.ndarray, tol: float) -> np.ndarray:
         return ~(np.abs(a - r) <= tol * (1 + 1e-9))
 
 
-def _quoted(tokens: Sequence[str] | None, idx: Sequence[int], word: str) -> list[str]:
-    if tokens is not None and all(i < len(tokens) for i in idx):
-        return [f"'{tokens[i]}'" for i in idx]
-    return [f"{word} {i}" for i in idx]
+def _quoted(tokens: Sequence[str] | None, idx: Any, word: str) -> list[str]:
+    """``'token'`` for each index in ``idx`` (ints or an integer array), or ``word i`` without tokens."""
+    positions = [int(i) for i in idx]
+    if tokens is not None and all(i < len(tokens) for i in positions):
+        return [f"'{tokens[i]}'" for i in positions]
+    return [f"{word} {i}" for i in positions]
 
 
 def _weights_row_stage(a: np.ndarray, stages: dict[str, Any], row: int, tol: float) -> str:
@@ -218,11 +220,11 @@ def locate(
     if stages is not None:
         what = stages["what"]
         tokens = stages.get("tokens")
-        rows = [row] if a.ndim == 1 else list(range(a.shape[0]))
+        first_row: int | None
         if a.ndim == 2 and row is None:
-            bad_rows = [i for i in rows if off[i].any()]
+            bad_rows = [i for i in range(a.shape[0]) if off[i].any()]
             lead = ""
-            if len(bad_rows) < len(rows):
+            if len(bad_rows) < a.shape[0]:
                 lead = (f"The rows of {_listing(_quoted(tokens, bad_rows, 'query'))} are off; the others are "
                         "right. ")
             first = bad_rows[0]
@@ -247,16 +249,16 @@ def locate(
     if a.ndim >= 2 and names is None:
         groups = [tuple(int(i) for i in idx) for idx in np.argwhere(off.reshape(-1, a.shape[-1]).any(axis=1))]
         lead_shape = a.shape[:-1]
-        rows = [list(np.unravel_index(g[0], lead_shape)) for g in groups]
-        text = _listing(["row " + ("[" + ", ".join(str(int(i)) for i in rw) + "]" if len(rw) > 1
-                                   else str(int(rw[0]))) for rw in rows])
+        positions = [[int(i) for i in np.unravel_index(g[0], lead_shape)] for g in groups]
+        text = _listing(["row " + ("[" + ", ".join(str(i) for i in rw) + "]" if len(rw) > 1
+                                   else str(rw[0])) for rw in positions])
         total = int(np.prod(lead_shape))
         return f"Off: {text}" + ("; the other rows are right." if len(groups) < total else ".")
     if names is not None:
         flat = off.reshape(off.shape[0], -1).any(axis=1) if off.ndim > 1 else off
         idx = np.flatnonzero(flat)
-        label = [names[i] if i < len(names) else f"entry {i}" for i in idx]
-        if a.size == 1 or len(idx) == len(flat):
+        label = [names[i] if i < len(names) else f"entry {i}" for i in map(int, idx)]
+        if a.size == 1 or len(idx) == np.size(flat):
             return ""
         return f"Off: {_listing(label)}; the other entries are right."
     idx = np.flatnonzero(off.ravel())

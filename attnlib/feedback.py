@@ -42,15 +42,8 @@ from attnlib.diagnosis import (
     required_decimals,
     right_to_decimals,
 )
-from attnlib.exercises import (
-    EXERCISES,
-    Exercise,
-    _distance,
-    _distinguishable,
-    _fmt_num,
-    _match_radius,
-    exercise,
-)
+from attnlib.exercises import EXERCISES, Exercise, exercise
+from attnlib.exercises._registry import _distance, _distinguishable, _fmt_num, _match_radius
 from attnlib.misconceptions import MISCONCEPTIONS
 
 __all__ = ["Feedback", "check"]
@@ -84,7 +77,7 @@ class Feedback:
     >>> fb.status, fb.misconception, bool(fb)
     ('invalid', None, False)
     >>> print(fb)
-    ✗ Cannot check this answer (sc-ex-sigma)
+    ✗ Cannot check this answer
     Your answer is text ('0.5'), not numbers. Expected 1 number: α. Remove the quotes.
     """
 
@@ -113,7 +106,7 @@ class Feedback:
         return self._headline()
 
     def __str__(self) -> str:
-        lines = [f"{self._title()} ({self.label})", self.message]
+        lines = [self._title(), self.message]  # no label: plumbing to a reader
         if self.hint:
             lines.append(f"Hint: {self.hint}")
         return "\n".join(line for line in lines if line)
@@ -122,7 +115,7 @@ class Feedback:
         return str(self)
 
     def _repr_markdown_(self) -> str:
-        body = f"**{self._title()}** (`{self.label}`)  \n{_md(self.message)}"
+        body = f"**{self._title()}**  \n{_md(self.message)}"
         if self.hint:
             body += f"  \n*Hint:* {_md(self.hint)}"
         return body
@@ -399,7 +392,7 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
     each = entry_decimals(arr) if decimals is not None else None
     wanted = required_decimals(ex.atol)
     rounded = decimals is not None and decimals >= 1 and each is not None and int(each.min()) < wanted
-    if rounded and arr.shape == ref.shape and right_to_decimals(arr, ref):
+    if rounded and decimals is not None and arr.shape == ref.shape and right_to_decimals(arr, ref):
         if decimals < wanted:  # (0.3 may be 0.30: an answer's precision is that of its longest entry)
             said = f"Right to {decimals} decimal{'' if decimals == 1 else 's'}"
         else:
@@ -409,7 +402,7 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
                         None, f"Keep {wanted} decimals or more, in the intermediate steps too.")
     # a recomputed wrong answer, first in priority order, compared in the answer's own shape; named only
     # if the answer is closer to it than to the right answer, at the answer's own precision
-    spread = precision_radius(decimals if rounded and decimals < wanted else None)
+    spread = precision_radius(decimals if rounded and decimals is not None and decimals < wanted else None)
     for key, cand in wrong + _pairs(ex, wrong, ref):
         cand_arr, cand_note = arr, note
         if cand_arr.shape != cand.shape and cand_arr.size == cand.size and \
@@ -426,9 +419,9 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
         )
     a64 = arr.astype(np.float64)
     if ex.kind == "integer":
-        finite = a64[np.isfinite(a64)]
-        if not np.array_equal(finite, np.round(finite)):
-            fractions = finite[finite != np.round(finite)][:3]
+        entries = a64[np.isfinite(a64)]
+        if not np.array_equal(entries, np.round(entries)):
+            fractions = entries[entries != np.round(entries)][:3]
             raise _FormError(f"Your answer holds {_fmt_vector(fractions)}, which are not whole numbers. "
                              f"Expected {ex.answer_form[0].lower()}{ex.answer_form[1:]}")
     if not np.isfinite(a64).all():
@@ -464,6 +457,8 @@ def _judge_numeric(ex: Exercise, arr: np.ndarray) -> Feedback:
 def _judge_mask(ex: Exercise, arr: np.ndarray) -> Feedback:
     allowed = _read_mask(arr, ex)
     shape = ex.mask_shape
+    if shape is None:
+        raise TypeError(f"{ex.label} is a mask exercise without a mask_shape")
     while allowed.ndim > len(shape) and allowed.shape[0] == 1:  # leading axes of length 1
         allowed = allowed[0]
     try:
@@ -550,7 +545,7 @@ def check(label: str, answer: Any) -> Feedback:
     Examples
     --------
     >>> check("worked-ex-mat:scores", ...)  # doctest: +NORMALIZE_WHITESPACE
-    … Not answered yet (worked-ex-mat:scores)
+    … Not answered yet
     Replace ... with your answer: 5 numbers: the raw scores q_mat · k for the keys The, cat, sat,
     on, mat (the whole 5-row matrix is accepted too). It is checked to 3 decimals (within 0.0005).
     >>> check("worked-ex-mat:scores", [0, 0, 0, 0, 0]).correct

@@ -12,10 +12,12 @@ one a learner's answer matches.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attnlib.core import causal_mask, scale_for, softmax
 from attnlib.naive import naive_softmax
@@ -23,6 +25,8 @@ from attnlib.naive import naive_softmax
 __all__ = ["Misconception", "MISCONCEPTIONS", "attention_misconceptions"]
 
 Candidates = list[tuple[str, np.ndarray]]  # (misconception key, the array that mistake produces)
+#: As a recipe writes them: each answer a number, a list or an array (made an array by the Exercise).
+RawCandidates = Sequence[tuple[str, npt.ArrayLike]]
 
 
 # --------------------------------------------------------------------------- misconceptions
@@ -207,10 +211,6 @@ MISCONCEPTIONS: dict[str, Misconception] = {m.key: m for m in (
     _M("entropy-bits", "entropy in bits",
        "attnlib.entropy and this book use the natural logarithm (nats); your entropy uses log base 2.",
        "Use −Σ p ln p (np.log)."),
-    _M("jacobian-spectral", "spectral norm of the Jacobian",
-       "The exercise compares the Frobenius norm ‖J‖_F; yours is the spectral norm (the largest "
-       "singular value).",
-       "Use jacobian_norm(p) (ord='fro', the default)."),
     _M("stats-of-scaled-row", "statistics of the scaled row",
        "Your numbers belong to the scaled row, the one the chapter already shows; the exercise asks for "
        "the row without the division by √d_k.",

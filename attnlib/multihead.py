@@ -303,6 +303,12 @@ class MultiHeadAttention:
     """
 
     __slots__ = ("_W_K", "_W_O", "_W_Q", "_W_V", "_d_head", "_n_heads")
+    _W_Q: np.ndarray
+    _W_K: np.ndarray
+    _W_V: np.ndarray
+    _W_O: np.ndarray
+    _n_heads: int
+    _d_head: int
 
     def __init__(self, d_model: int, n_heads: int, rng: np.random.Generator, *, d_head: int | None = None):
         d_model = _v.check_positive_int(d_model, "d_model")

@@ -132,7 +132,7 @@ def use_book_style(*, hidpi: bool = True) -> None:
     hidpi = _v.check_bool_flag(hidpi, "hidpi")
     if hidpi:
         _show_figures_as_hidpi_png()  # first: loading the inline backend may reset rcParams it manages
-    mpl.rcParams.update(_BOOK_RC)
+    mpl.rcParams.update(_BOOK_RC)  # type: ignore[arg-type]  # keys are rcParams names (tested)
 
 
 def hidpi_png(fig: Figure, *, scale: int = 2) -> tuple[str, dict[str, int]] | None:
@@ -280,7 +280,7 @@ def _fmt(value: float, decimals: int) -> str:
 
 def _points(key: str) -> float:
     """The font size rcParams[key] in points (rcParams may hold names such as "medium")."""
-    return float(FontProperties(size=mpl.rcParams[key]).get_size_in_points())
+    return float(FontProperties(size=mpl.rcParams[key]).get_size_in_points())  # type: ignore[index]
 
 
 def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
@@ -447,7 +447,7 @@ def heatmap(
         linewidth=1.0,
     )
     # Matplotlib >= 3.10 colours a hatch on its own; before, the hatch takes the edge colour.
-    outline = (
+    outline: dict[str, Any] = (
         {"edgecolor": "white", "hatchcolor": _MASKED_HATCH, "linewidth": 1.0}
         if hasattr(Rectangle, "set_hatchcolor")
         else {"edgecolor": _MASKED_HATCH, "linewidth": 0.0}

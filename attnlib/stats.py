@@ -566,4 +566,4 @@ def jacobian_norm(p: Any, ord: str | float = "fro") -> np.ndarray:
     if isinstance(ord, (bool, np.bool_)) or ord not in _NORM_ORDS:
         raise ValueError(f"ord must be one of {_NORM_ORDS}; got {ord!r}")
     J = softmax_jacobian(p)  # (..., n, n)
-    return np.linalg.norm(J, ord=ord, axis=(-2, -1))  # (...)
+    return np.linalg.norm(J, ord=ord, axis=(-2, -1))  # type: ignore[arg-type]  # (...); ord checked above

@@ -348,15 +348,15 @@ class AttentionTrace:
 
         # 7. weighted sum of the value rows
         lines = step("7", "Output: the weights times the value rows, added up")
-        terms = [
+        products = [
             (f"{fx(w[j])}×{_vector(self.V[j], _compact, d)}", keys[j])
             for j in range(self.n_k)
             if allowed[j]
         ]
-        width = max(len(t) for t, _ in terms)
+        width = max(len(t) for t, _ in products)
         head = f"  out[{tok}] = "
         pad = " " * (len(head) - 2)
-        for n, (term, key) in enumerate(terms):
+        for n, (term, key) in enumerate(products):
             lead = head if n == 0 else pad + "+ "
             lines.append(f"{lead}{term:<{width}}   (v[{key}])")
         masked_keys = [keys[j] for j in range(self.n_k) if not allowed[j]]
@@ -501,7 +501,7 @@ def _row_selection(rows: Any, labels: tuple[str, ...], kind: str) -> tuple[int, 
             j = hits[0]
         elif isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral):
             raise TypeError(f"rows must hold int indices or str labels; got {type(r).__name__} {r!r}")
-        elif not -n <= r < n:
+        elif not -n <= int(r) < n:
             raise ValueError(f"rows has index {r}, out of range for {n} {kind} rows; {valid}")
         else:
             j = int(r) % n

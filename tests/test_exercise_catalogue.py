@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attnlib import check
 from attnlib.exercises import EXERCISES, exercise
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -323,7 +324,7 @@ def test_computable_exercises_end_with_a_check_cell(path):
         assert form == ex.answer_form, f"{label}: comment {form!r}, answer form {ex.answer_form!r}"
         assert not _is_solution_cell(cell) and "remove-cell" not in cell.metadata.get("tags", []), \
             f"{label}: the check cell must reach the student edition"
-        assert _text(cell).startswith(f"… Not answered yet ({label})"), f"{label}: stored {_text(cell)!r}"
+        assert _text(cell).strip() == str(check(label, ...)).strip(), f"{label}: stored {_text(cell)!r}"
         # it sits after its exercise and before that exercise's solution
         owner = max((e for e in ch.exercises if e.cell < i), key=lambda e: e.cell)
         assert label in owner.checks and i < owner.solution[0], \
@@ -348,7 +349,7 @@ def test_solutions_check_their_own_answers(path):
             assert calls, f"{label}: the solution of {ex.label} does not check its answer"
             assert all(_is_solution_cell(c) for c in calls), f"{label}: the solution's check is not marked"
             said = _text(calls[-1])
-            assert f"✓ Correct ({label})" in said, f"{label}: the solution's check says {said!r}"
+            assert "✓ Correct" in said, f"{label}: the solution's check says {said!r}"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

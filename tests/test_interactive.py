@@ -154,6 +154,19 @@ def test_masked_cells_are_empty_not_numbers() -> None:
     assert step.args[0]["y"][0][1:] == [None] * 4
 
 
+def test_heatmap_starts_on_the_chosen_query(tr) -> None:
+    sat = tr.tokens.index("sat")
+    sf = hover_heatmap(tr, query="sat")
+    assert sf.fig.layout.updatemenus[0].active == sat
+    assert (sf.fig.layout.shapes[0].y0, sf.fig.layout.shapes[0].y1) == (sat - 0.5, sat + 0.5)
+    html = sf.to_html()
+    assert 'aria-pressed="true">sat<' in html
+    assert html.index(f'data-state="{sat}"') < html.index("attnlib-more")  # the panel shown first
+    assert hover_heatmap(tr).fig.layout.updatemenus[0].active == 0
+    with pytest.raises(KeyError, match="no query token 'dog'"):
+        hover_heatmap(tr, query="dog")
+
+
 def test_errors_name_the_argument(tr) -> None:
     with pytest.raises(TypeError, match="trace must be an AttentionTrace"):
         pipeline_stepper(tr.weights)

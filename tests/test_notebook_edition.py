@@ -144,14 +144,15 @@ def test_the_chapter_data_is_read_from_the_package(built):
 
 # --------------------------------------------------------------------------- the install cell
 def _run_install_cell(
-    source: str, missing: set[str], environ: dict[str, str], pip_works: bool = True
+    source: str, missing: set[str], environ: dict[str, str], pip_works: bool = True,
+    ran: list[str] | None = None,
 ) -> list[str]:
     """Execute the install cell with find_spec and %pip replaced; return the pip lines it ran."""
     missing = set(missing)
     import importlib.util
 
     code = TransformerManager().transform_cell(source)
-    ran: list[str] = []
+    ran = [] if ran is None else ran
     namespace: dict = {}
 
     def run_line_magic(magic, line, *args, **kwargs):  # as IPython does: expand {name} from the namespace
@@ -189,8 +190,17 @@ def test_the_first_cell_is_the_install_cell(built, name):
     assert first.cell_type == "code" and first.metadata["tags"] == [edition.INSTALL_TAG]
 
 
+REPO = "git+https://github.com/o/r.git@v0.1.0"
+WHEEL = "attnlib-0.1.0-py3-none-any.whl"
+SITE_WHEEL = f"https://o.example/book/attnlib/{WHEEL}"
+
+
+def _pip(source: str) -> str:
+    return f'%pip install --quiet "attnlib[interactive] @ {source}"'
+
+
 def test_the_install_cell_does_nothing_where_everything_is_installed():
-    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    cell = edition.install_cell([REPO, SITE_WHEEL], WHEEL)
     assert _run_install_cell(cell.source, missing=set(), environ={}) == []
 
 
@@ -198,23 +208,45 @@ def test_the_install_cell_does_nothing_where_everything_is_installed():
     "missing", [{"attnlib"}, {"plotly"}, {"ipywidgets"}, {"attnlib", "plotly", "ipywidgets"}]
 )
 def test_the_install_cell_installs_from_the_configured_tag_where_something_is_missing(missing):
-    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
-    ran = _run_install_cell(cell.source, missing=missing, environ={})
-    assert ran == ['%pip install --quiet "attnlib[interactive] @ git+https://github.com/o/r.git@v0.1.0"']
+    cell = edition.install_cell([REPO, SITE_WHEEL], WHEEL)
+    assert _run_install_cell(cell.source, missing=missing, environ={}) == [_pip(REPO)]
 
 
 def test_attnlib_source_overrides_the_configured_url():
-    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
+    cell = edition.install_cell([REPO, SITE_WHEEL], WHEEL)
     ran = _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "git+file:///tmp/x"})
-    assert ran == ['%pip install --quiet "attnlib[interactive] @ git+file:///tmp/x"']
+    assert ran == [_pip("git+file:///tmp/x")]
 
 
-def test_without_a_repository_the_install_cell_says_how_to_install():
-    cell = edition.install_cell("")
-    with pytest.raises(RuntimeError, match="ATTNLIB_SOURCE"):
+def test_the_install_cell_falls_back_in_order_then_says_how_to_upload_the_wheel(tmp_path, monkeypatch):
+    """Each source is tried until one installs: $ATTNLIB_SOURCE, the repository, the book's wheel, a wheel
+    beside the notebook. When every one fails, the error names the wheel, where it is, and Colab's upload."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / WHEEL).write_bytes(b"")
+    cell = edition.install_cell([REPO, SITE_WHEEL], WHEEL, SITE_WHEEL)
+    ran: list[str] = []
+    expected = r"(?s)could not be installed.*" + re.escape(SITE_WHEEL) + ".*Colab"
+    with pytest.raises(RuntimeError, match=expected):
+        _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "/src"},
+                          pip_works=False, ran=ran)
+    assert ran == [_pip("/src"), _pip(REPO), _pip(SITE_WHEEL), _pip((tmp_path / WHEEL).resolve().as_uri())]
+
+
+def test_without_a_repository_or_site_the_install_cell_says_how_to_get_the_wheel(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cell = edition.install_cell(["", ""], WHEEL)
+    comment = cell.source.split("sources = [")[0]
+    assert "repository" not in comment and "own wheel" not in comment, "the comment names sources not tried"
+    full = edition.install_cell([REPO, SITE_WHEEL], WHEEL).source.split("sources = [")[0]
+    assert "the book's repository, the book's own wheel" in full
+    assert '\n        "",\n' not in cell.source  # no empty source listed
+    with pytest.raises(RuntimeError, match=r"(?s)" + re.escape(WHEEL) + ".*foot of any page.*Files panel"):
         _run_install_cell(cell.source, missing={"attnlib"}, environ={})
-    assert _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "/src"}) == [
-        '%pip install --quiet "attnlib[interactive] @ /src"'
+    ran = _run_install_cell(cell.source, missing={"attnlib"}, environ={"ATTNLIB_SOURCE": "/src"})
+    assert ran == [_pip("/src")]
+    (tmp_path / WHEEL).write_bytes(b"")  # uploaded beside the notebook
+    assert _run_install_cell(cell.source, missing={"attnlib"}, environ={}) == [
+        _pip((tmp_path / WHEEL).resolve().as_uri())
     ]
 
 
@@ -227,13 +259,24 @@ def test_install_source_is_the_repository_at_the_version_tag(url, expected):
     assert edition.install_source(edition.Repository(url), "1.2.3") == expected
 
 
+@pytest.mark.parametrize(
+    ("site", "expected"),
+    [("", ""), ("https://o.example/book/", SITE_WHEEL), ("https://o.example/book", SITE_WHEEL)],
+)
+def test_the_book_s_wheel_url_is_under_the_site(site, expected):
+    assert edition.wheel_url(edition.Repository(site_url=site), WHEEL) == expected
+
+
 def test_the_edition_installs_from_the_repository_in_config():
     repository = edition.Repository.from_config(ROOT)
     import attnlib
 
-    cell = edition.install_cell(edition.install_source(repository, attnlib.__version__))
+    link = edition.wheel_url(repository, edition.wheel_ext.wheel_name(ROOT))
+    cell = edition.install_cell([edition.install_source(repository, attnlib.__version__), link],
+                                edition.wheel_ext.wheel_name(ROOT), link)
     committed = nbformat.read(ROOT / edition.OUT_DIR / CHAPTERS[0], as_version=4)
     assert committed.cells[0].source == cell.source
+    assert edition.wheel_ext.wheel_name(ROOT) == f"attnlib-{attnlib.__version__}-py3-none-any.whl"
 
 
 # --------------------------------------------------------------------------- the pieces
@@ -328,8 +371,8 @@ def test_several_citations_are_sorted_and_joined_as_the_page_does(built):
 
 
 def test_the_install_cell_fails_loudly_when_pip_fails():
-    cell = edition.install_cell("git+https://github.com/o/r.git@v0.1.0")
-    with pytest.raises(RuntimeError, match="failed: see pip's message"):
+    cell = edition.install_cell([REPO], WHEEL)
+    with pytest.raises(RuntimeError, match="could not be installed"):
         _run_install_cell(cell.source, missing={"attnlib"}, environ={}, pip_works=False)
 
 

@@ -342,6 +342,17 @@ def test_the_path_table_says_what_a_first_evening_reads() -> None:
                     ["A first evening: chapters 1–3", "1 h 25 min", "10 min", "1 h 25 min"]]
 
 
+def test_the_pages_read_first_count_in_the_first_evening_and_the_whole_path() -> None:
+    rows = rt.reading_path({"book/01_a": (20, True), "book/02_b": (35, True), "book/02a_x": (10, False),
+                            "book/03_c": (30, True), "book/04_d": (25, True)})
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p, start=12), "html.parser")
+    first = [c.get_text() for c in soup.tbody.find("tr").find_all(["th", "td"])]
+    assert first == ["Start here: the introduction and Notation", "12 min", "none", "12 min"]
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in soup.tfoot.find_all("tr")]
+    assert foot == [["The whole path", "2 h 2 min", "10 min", "2 h 2 min"],
+                    ["A first evening: start here and chapters 1–3", "1 h 37 min", "10 min", "1 h 37 min"]]
+
+
 def test_the_path_table_adds_the_exercise_statements_and_quiz_in_a_column_of_its_own() -> None:
     rows = rt.reading_path({"book/01_a": (20, True, 15), "book/02_b": (35, True, 12),
                             "book/02a_x": (10, False, 0), "book/03_c": (30, True, 20),

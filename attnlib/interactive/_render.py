@@ -295,7 +295,7 @@ class StaticFigure:
         caption: str,
         alt: str,
         control_labels: Sequence[str] | None = None,
-        states: Mapping[tuple[int, ...], ExplorerState] | None = None,
+        states: Mapping[Any, ExplorerState] | None = None,
         controls: Sequence[tuple[str, Sequence[str]]] | None = None,
     ) -> None:
         if fig is not None and not isinstance(fig, go.Figure):
@@ -360,7 +360,7 @@ class StaticFigure:
         return tuple(controls)
 
     def _check_states(
-        self, states: Mapping[tuple[int, ...], ExplorerState] | None
+        self, states: Mapping[Any, ExplorerState] | None
     ) -> dict[tuple[int, ...], ExplorerState]:
         keys = list(itertools.product(*(range(len(c.options)) for c in self._controls)))
         if states is None:
@@ -498,7 +498,7 @@ class StaticFigure:
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        data = {"text/html": self.to_html(),
+        data: dict[str, Any] = {"text/html": self.to_html(),
                 "text/plain": f"<interactive figure {self.div_id!r}: {self.alt}>"}
         if self.fig is not None:
             data[PLOTLY_MIMETYPE] = self.to_plotly_json()

@@ -461,7 +461,7 @@ def variance_explorer(
     for k, d_k in enumerate(d_ks):
         raw = samples[d_k]  # (n_samples,)
         scaled = raw * scale_for(d_k)  # (n_samples,)
-        panels = []
+        panels: list[dict[str, Any]] = []
         for values, is_scaled in ((raw, False), (scaled, True)):
             edges = histogram_edges(d_k, scaled=is_scaled)  # (HIST_BINS + 1,)
             counts, _ = np.histogram(values, bins=edges)  # (HIST_BINS,)

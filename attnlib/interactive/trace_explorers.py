@@ -182,7 +182,8 @@ def pipeline_stepper(trace: AttentionTrace, *, div_id: str = "pipeline-stepper")
     blocks = [tr.explain_steps(i) for i in range(n_q)]
     dims = [f"d{c}" for c in range(tr.d_v)]
 
-    stages = []  # one per step: x, y and bar labels of every query, axis titles, y range
+    # One per step: x, y and bar labels of every query, axis titles, y range.
+    stages: list[dict[str, Any]] = []
     for stage, _, _ in STEPS:
         matrix = getattr(tr, stage)  # (n_q, n_k) or (n_q, d_v)
         finite = matrix[np.isfinite(matrix)]
@@ -306,7 +307,9 @@ def _heatmap_state(tr: AttentionTrace, i: int, cells: list[list[str]]) -> Explor
     )
 
 
-def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> StaticFigure:
+def hover_heatmap(
+    trace: AttentionTrace, *, query: int | str = 0, div_id: str = "weights-heatmap"
+) -> StaticFigure:
     """The weight matrix as a heatmap, with each cell's arithmetic on hover and, per row, in words.
 
     Hovering a cell (or tapping it) shows that pair's dot product term by term, its scaled score,
@@ -318,6 +321,8 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
     ----------
     trace : AttentionTrace
         One attention call, from :func:`attnlib.trace.trace_attention`.
+    query : int or str
+        The query whose row is chosen at the start: an index or a token label (default: the first).
     div_id : str
         Fixed id of the figure's ``<div>``.
 
@@ -335,7 +340,11 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
     Raises
     ------
     TypeError
-        ``trace`` is not an AttentionTrace.
+        ``trace`` is not an AttentionTrace, or ``query`` is neither an int nor a str.
+    KeyError
+        ``query`` is not one of the trace's tokens.
+    IndexError
+        ``query`` is out of range.
 
     Examples
     --------
@@ -349,6 +358,7 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
     '  weight = 4.4817 / 11.1327 = 0.4026'
     """
     tr = _check_trace(trace)
+    start = tr._index(query)
     custom = [[list(cell) for cell in _hover_lines(tr.explain_steps(i), tr.n_k)] for i in range(tr.n_q)]
     W = tr.weights  # (n_q, n_k)
     allowed = np.ones(W.shape, dtype=bool) if tr.mask is None else tr.mask  # (n_q, n_k)
@@ -385,11 +395,12 @@ def hover_heatmap(trace: AttentionTrace, *, div_id: str = "weights-heatmap") -> 
         hoverlabel={"font": {"family": MONO, "size": 12, "color": TEXT}, "bgcolor": "#ffffff",
                     "bordercolor": "#555555", "align": "left"},
         # The chosen query's row, outlined (orange reads on the viridis cells and on either theme).
-        shapes=[{"type": "rect", "xref": "paper", "x0": 0.0, "x1": 1.0, "yref": "y", "y0": -0.5, "y1": 0.5,
-                 "line": {"color": PALETTE["orange"], "width": 3}, "fillcolor": "rgba(0,0,0,0)"}],
+        shapes=[{"type": "rect", "xref": "paper", "x0": 0.0, "x1": 1.0, "yref": "y", "y0": start - 0.5,
+                 "y1": start + 0.5, "line": {"color": PALETTE["orange"], "width": 3},
+                 "fillcolor": "rgba(0,0,0,0)"}],
         # Plotly's own buttons, for JupyterLab; the book's HTML shows native ones instead.
         updatemenus=[{
-            "type": "buttons", "direction": "right", "buttons": buttons, "active": 0, "showactive": True,
+            "type": "buttons", "direction": "right", "buttons": buttons, "active": start, "showactive": True,
             "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
             "pad": {"l": 0, "r": 0, "t": 0, "b": 0}, "bgcolor": "#f2f2f2", "bordercolor": "#999999",
             "font": {"color": TEXT},

@@ -164,6 +164,9 @@ def tag_problems(chapter: Chapter) -> list[str]:
             continue
         if ex.kind != KINDS[ex.level]:
             problems.append(f"{ex.label}: level {ex.level} is {KINDS[ex.level]!r}, not {ex.kind!r}")
+        if ex.objective is None:
+            problems.append(f"{ex.label}: its first line names no objective")
+            continue
         n, k = ex.objective
         if n != chapter.number or not 1 <= k <= len(chapter.objectives):
             problems.append(f"{ex.label}: objective {n}.{k} is not one of chapter {chapter.number}'s "

@@ -43,7 +43,8 @@ def core_neighbour(relations: dict[str, list[str | None]], docname: str, step: i
 def _relink(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     if not CORE.fullmatch(pagename) or doctree is None:
         return
-    builder, relations = app.builder, app.env.collect_relations()
+    builder: Any = app.builder  # an HTML builder (html-page-context): it has render_partial
+    relations = app.env.collect_relations()
     for key, step in (("prev", 1), ("next", 2)):
         page = core_neighbour(relations, pagename, step)
         if page is None or page == relations[pagename][step]:

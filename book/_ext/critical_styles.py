@@ -98,7 +98,8 @@ def static_form(selector: str) -> str | None:
 class Page:
     """One built page as the browser has it before any script runs, for selector matching."""
 
-    def __init__(self, html: str, script_tokens: set[str], later_tokens: set[str] = frozenset()) -> None:
+    def __init__(self, html: str, script_tokens: set[str],
+                 later_tokens: frozenset[str] | set[str] = frozenset()) -> None:
         self.soup = BeautifulSoup(html, "html.parser")
         self.tokens: set[str] = set()
         for tag in self.soup.find_all(True):
@@ -213,7 +214,7 @@ def _early_script_tokens(static: Path) -> set[str]:
     return tokens
 
 
-def split_critical(outdir: Path, pages: list[Path], marker: str) -> tuple[int, int, int, int]:
+def split_critical(outdir: Path, pages: list[Path], marker: str) -> tuple[int, int, int, int, int]:
     """Link every page that holds ``marker`` (its script loader) to its critical and late stylesheets.
 
     Returns ``(pages changed, bytes of the largest bundle, of the largest critical, late and print sheets)``.
@@ -244,7 +245,7 @@ def split_critical(outdir: Path, pages: list[Path], marker: str) -> tuple[int, i
         changed += 1
         found = (len(css.encode("utf-8")), *((bundle_dir / n).stat().st_size for n in names))
         sizes = [max(pair) for pair in zip(sizes, found, strict=True)]
-    return changed, *sizes
+    return changed, sizes[0], sizes[1], sizes[2], sizes[3]
 
 
 _TOKENS_OF: dict[Path, set[str]] = {}

@@ -28,9 +28,12 @@ CODE_LICENCE = ("MIT", "https://opensource.org/license/mit")
 def _commit(root: Path) -> str:
     """The short commit of ``root``'s checkout, ``+`` if tracked files changed; "unknown" outside git."""
     try:
-        run = dict(cwd=root, capture_output=True, text=True, timeout=10, check=True)
-        commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], **run).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip()
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10,
+                                  check=True).stdout.strip()
+
+        commit = git("rev-parse", "--short=10", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+" if dirty else "") if commit else "unknown"

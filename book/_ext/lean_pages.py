@@ -290,6 +290,7 @@ def merge_token_runs(html: str, looks: dict[str, tuple[tuple[str, str], ...]]) -
             look = looks.get(cls)
             same = look is not None and run is not None and looks.get(run[0]) == look
             if same and between.strip(" ") == "":
+                assert run is not None
                 run[1] += between + text
             else:
                 if run is not None:

@@ -89,7 +89,9 @@ def _css_statements(css: str) -> list[tuple[str, str | None]]:
 
 
 def _split_selectors(prelude: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in prelude:
         if char in "([":
             depth += 1
@@ -540,7 +542,9 @@ def bundle_stylesheets(outdir: Path, pages: list[Path], sizes: dict[Path, int] |
                 continue
             first = run[0][0]
             indent = re.match(r"[ \t]*", first.group(0)).group(0)  # type: ignore[union-attr]
-            href = Path(os.path.relpath(bundle_dir / bundles[key], page.parent)).as_posix()
+            bundle = bundles[key]
+            assert bundle is not None  # skipped above
+            href = Path(os.path.relpath(bundle_dir / bundle, page.parent)).as_posix()
             new_head.append(head.group(0)[last:first.start()])
             new_head.append(f'{indent}<link rel="stylesheet" href="{href}" />\n')
             last = first.end()

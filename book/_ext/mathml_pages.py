@@ -293,9 +293,9 @@ def rewrite_pages(outdir: Path, node: str, font: Path) -> int:
     items: list[tuple[str, bool]] = []
     index: dict[tuple[str, bool], int] = {}
     for text in texts.values():
-        for tex, display in [(m.group(1), False) for m in _INLINE.finditer(text)] + [
+        for tex, is_display in [(m.group(1), False) for m in _INLINE.finditer(text)] + [
                 (m.group(2), True) for m in _DISPLAY.finditer(text)]:
-            key = (html.unescape(tex).strip(), display)
+            key = (html.unescape(tex).strip(), is_display)
             if key not in index:
                 index[key] = len(items)
                 items.append(key)

@@ -35,14 +35,16 @@ from __future__ import annotations
 import argparse
 import ast
 import base64
+import copy
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import attnlib_wheel as wheel_ext  # a sibling in book/_ext: the wheel the built book serves
 import nbformat
 import yaml
 from IPython.core.inputtransformer2 import TransformerManager
@@ -62,17 +64,19 @@ LIVE_MARK = "attnlib.interactive.live"  # output metadata key of a live explorer
 # --------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class Repository:
-    """Where the book's repository lives, from ``_config.yml`` (``sphinx.config.book_repository_*``)."""
+    """Where the book's repository and site live, from ``_config.yml`` (``sphinx.config.book_*``)."""
 
     url: str = ""
     branch: str = "main"
+    site_url: str = ""  # the published book: it serves attnlib's wheel (book/_ext/wheel.py)
 
     @classmethod
     def from_config(cls, root: Path = ROOT) -> Repository:
         config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
         sphinx_config = (config.get("sphinx") or {}).get("config") or {}
         return cls(str(sphinx_config.get("book_repository_url") or "").strip(),
-                   str(sphinx_config.get("book_repository_branch") or "main").strip())
+                   str(sphinx_config.get("book_repository_branch") or "main").strip(),
+                   str(sphinx_config.get("book_site_url") or "").strip())
 
 
 def install_source(repository: Repository, version: str) -> str:
@@ -82,35 +86,57 @@ def install_source(repository: Repository, version: str) -> str:
     return f"git+{repository.url.rstrip('/').removesuffix('.git')}.git@v{version}"
 
 
-def install_cell(source: str) -> NotebookNode:
-    """The first cell: installs what is missing, only where it is missing."""
-    if source:
-        get_source = f'    source = os.environ.get("ATTNLIB_SOURCE", "{source}")\n'
-    else:
-        get_source = (
-            '    source = os.environ.get("ATTNLIB_SOURCE", "")\n'
-            "    if not source:\n"
-            "        raise RuntimeError(\n"
-            '            "attnlib (with plotly and ipywidgets) is not installed, and this copy of the "\n'
-            '            "book names no public repository to install it from. Install it from a copy "\n'
-            "            \"of the repository (pip install '/path/to/repository[interactive]'), or name \"\n"
-            '            "the source in a cell above this one and run this cell again, e.g. "\n'
-            '            "%env ATTNLIB_SOURCE=git+https://github.com/OWNER/REPOSITORY.git@TAG"\n'
-            "        )\n"
-        )
+def wheel_url(repository: Repository, wheel: str) -> str:
+    """The URL of the wheel the published book serves (``<site>/attnlib/<wheel>``), or "" with no site."""
+    if not repository.site_url:
+        return ""
+    return f"{repository.site_url.rstrip('/')}/{wheel_ext.DIST_DIR}/{wheel}"
+
+
+def install_cell(sources: Sequence[str], wheel: str, wheel_link: str = "") -> NotebookNode:
+    """The first cell: installs what is missing, only where it is missing.
+
+    It tries, in order, ``$ATTNLIB_SOURCE``, then ``sources`` (the repository at the version's tag, the
+    book's own wheel), then a wheel named ``attnlib-*.whl`` beside the notebook (uploaded to Colab, say),
+    and stops at the first that installs; when none does, it says where to get ``wheel`` (``wheel_link``,
+    or the foot of any page of the book) and how to upload it to Colab.
+    """
+    where = f"from {wheel_link}" if wheel_link else "from the link at the foot of any page of the book"
+    names = ["the book's repository", "the book's own wheel"]  # what ``sources`` hold, in order
+    tried = ", ".join(["$ATTNLIB_SOURCE", *(n for n, src in zip(names, sources, strict=False) if src)])
+    listed = "".join(f'        "{source}",\n' for source in sources if source)
     code = (
         "# Run this cell first. Where attnlib, Plotly or ipywidgets is missing (Colab, a fresh Jupyter), it\n"
         "# installs attnlib with both; where they are installed (Binder, a checkout of the book) it does\n"
         "# nothing. It never upgrades what is already there (Colab's ipywidgets 7 stays).\n"
         "import importlib.util\n"
         "import os\n"
+        "import pathlib\n"
         "\n"
-        'if any(importlib.util.find_spec(m) is None for m in ("attnlib", "plotly", "ipywidgets")):\n'
-        f"{get_source}"
-        '    %pip install --quiet "attnlib[interactive] @ {source}"\n'
-        "    importlib.invalidate_caches()\n"
-        '    if importlib.util.find_spec("attnlib") is None:  # %pip reports a failure but does not raise\n'
-        '        raise RuntimeError(f"Installing attnlib from {source} failed: see pip\'s message above.")'
+        "def _missing():\n"
+        '    return [m for m in ("attnlib", "plotly", "ipywidgets") if importlib.util.find_spec(m) is None]\n'
+        "\n"
+        "if _missing():\n"
+        f"    # Tried in order: {tried}, then a wheel beside this notebook\n"
+        "    # (in Colab, uploaded with the Files panel).\n"
+        "    sources = [\n"
+        '        os.environ.get("ATTNLIB_SOURCE", ""),\n'
+        f"{listed}"
+        '        *(p.resolve().as_uri() for p in sorted(pathlib.Path().glob("attnlib-*.whl"))),\n'
+        "    ]\n"
+        "    for source in filter(None, sources):\n"
+        '        %pip install --quiet "attnlib[interactive] @ {source}"\n'
+        "        importlib.invalidate_caches()\n"
+        "        if not _missing():  # %pip reports a failure but does not raise\n"
+        "            break\n"
+        "    else:\n"
+        "        raise RuntimeError(\n"
+        '            "attnlib is not installed and could not be installed (pip\'s messages, if any, "\n'
+        '            "are above). Download its wheel, "\n'
+        f'            "{wheel}, {where}. "\n'
+        '            "In Colab, upload it with the Files panel (the folder icon on the left); elsewhere, "\n'
+        '            "put it beside this notebook. Then run this cell again."\n'
+        "        )"
     )
     cell = nbformat.v4.new_code_cell(code)
     cell.metadata["tags"] = [INSTALL_TAG]
@@ -460,8 +486,9 @@ class Renderer:
                 depth, k = 0, j
                 closer = re.compile(rf"^\s*{re.escape(fence[0])}{{{len(fence)},}}\s*$")
                 while k < len(lines):
-                    if FENCE.match(lines[k]) and FENCE.match(lines[k]).group("fence")[0] == fence[0]:
-                        depth += 1 if len(FENCE.match(lines[k]).group("fence")) >= len(fence) else 0
+                    opener = FENCE.match(lines[k])
+                    if opener and opener.group("fence")[0] == fence[0]:
+                        depth += 1 if len(opener.group("fence")) >= len(fence) else 0
                     elif closer.match(lines[k]):
                         if depth == 0:
                             break
@@ -794,7 +821,7 @@ EDITIONS = ("notebook", "student")
 
 
 def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
-                   source: str, book_title: str, edition: str = "notebook") -> NotebookNode:
+                   install: NotebookNode, book_title: str, edition: str = "notebook") -> NotebookNode:
     """One chapter as a notebook: the notebook edition, or with ``edition="student"`` the student one.
 
     Both are made from the same list of cells, so the student edition is the notebook edition with its
@@ -807,7 +834,7 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
         raise ValueError("the solutions' markers are incomplete (run `python book/_ext/notebook_edition.py "
                          "--mark`, then check the diff):\n" + "\n".join(problems))
     r = Renderer(chapter, labels, bibliography)
-    cells: list[NotebookNode] = [install_cell(source)]
+    cells: list[NotebookNode] = [copy.deepcopy(install)]  # each chapter its own: ids are set per chapter
     solution: dict[str, Any] | None = None
     for cell in chapter.notebook.cells:
         tags = cell.metadata.get("tags", [])
@@ -1022,8 +1049,11 @@ def build(root: Path = ROOT, edition: str = "notebook") -> dict[str, NotebookNod
     chapters = [page for page in pages if page.path.suffix == ".ipynb"]
     bibliography = Bibliography.load(root / "book" / "references.bib")
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
-    source = install_source(Repository.from_config(root), attnlib.__version__)
-    return {c.path.name: _numbered(render_chapter(c, labels, bibliography, source, config["title"], edition))
+    repository = Repository.from_config(root)
+    wheel = wheel_ext.wheel_name(root)
+    link = wheel_url(repository, wheel)
+    cell = install_cell([install_source(repository, attnlib.__version__), link], wheel, link)
+    return {c.path.name: _numbered(render_chapter(c, labels, bibliography, cell, config["title"], edition))
             for c in chapters}
 
 

@@ -472,7 +472,7 @@ def serve(html_dir: Path) -> Iterator[str]:
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="print-pdf-http", daemon=True)
     thread.start()
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     try:
         yield f"http://{host}:{port}"
     finally:
@@ -694,13 +694,13 @@ def _destinations(pdf: bytes) -> dict[str, tuple[int, float | None]]:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(pdf))
-    found = {}
+    found: dict[str, tuple[int, float | None]] = {}
     for name, dest in reader.named_destinations.items():
         top = dest.get("/Top")
-        found[str(name).lstrip("/")] = (
-            reader.get_destination_page_number(dest),
-            None if top is None else float(top),
-        )
+        page = reader.get_destination_page_number(dest)
+        if page is None:  # a destination on no page of this PDF: nothing to link to
+            continue
+        found[str(name).lstrip("/")] = (page, None if top is None else float(top))
     return found
 
 
@@ -750,7 +750,7 @@ def join(
             if "/Annots" not in page:
                 continue
             kept = ArrayObject()
-            for ref in page["/Annots"]:
+            for ref in page["/Annots"]:  # type: ignore[attr-defined]  # an ArrayObject
                 annot = ref.get_object()
                 if annot.get("/Subtype") != "/Link":
                     kept.append(ref)

@@ -35,7 +35,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -108,6 +108,7 @@ class Question:
         """
         if self.kind != "numeric":
             raise TypeError(f"question {self.id!r} is {self.kind}, not numeric")
+        assert self.answer is not None and self.tolerance is not None  # a numeric question has both
         if abs(value - self.answer) <= self.tolerance:
             return "answer"
         for i, w in enumerate(self.wrong):
@@ -141,11 +142,12 @@ class _Checker:
         self.path = path
         self.where = ""
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> NoReturn:
         where = f", {self.where}" if self.where else ""
         raise QuizError(f"{self.path}{where}: {message}")
 
-    def mapping(self, value: Any, what: str, required: set[str], optional: set[str] = frozenset()) -> dict:
+    def mapping(self, value: Any, what: str, required: set[str],
+                optional: frozenset[str] | set[str] = frozenset()) -> dict:
         if not isinstance(value, dict):
             self.fail(f"{what} must be a mapping with the keys {sorted(required)}, "
                       f"not {type(value).__name__}")
@@ -401,7 +403,7 @@ def question_html(question: Question, number: int, total: int, prefix: str) -> s
         field = _attrs(type="text", id=f"{qid}-value", name=f"{qid}-value", inputmode="decimal",
                        autocomplete="off", spellcheck="false", data_answer=repr(question.answer),
                        data_tolerance=repr(question.tolerance),
-                       data_answer_text=_number_text(question.answer))
+                       data_answer_text=_number_text(float(question.answer or 0.0)))
         body.append(f'<div class="attnlib-quiz-number-input"><label{_attrs(for_=f"{qid}-value")}>'
                     f"Your answer</label><input{field}></div>")
         explanations.append(_explanation_html(question.explanation, "Right.", data_answer=True))
@@ -467,8 +469,8 @@ def question_markdown(question: Question, answers: bool = True) -> str:
     details: list[str] = []
     if question.kind == "numeric":
         lines.append("Your answer: ______")
-        details.append(f"**Answer: {_number_text(question.answer)}** (anything within "
-                       f"{_number_text(question.tolerance)} of it counts as right). "
+        details.append(f"**Answer: {_number_text(float(question.answer or 0.0))}** (anything within "
+                       f"{_number_text(float(question.tolerance or 0.0))} of it counts as right). "
                        f"{inline_markdown(question.explanation)}")
         details.append("")
         for w in question.wrong:

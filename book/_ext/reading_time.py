@@ -56,7 +56,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -364,7 +364,14 @@ def _visit_html(translator: Any, node: ReadingTime) -> None:
 
 
 def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
-    if app.builder.format != "html" or not re.fullmatch(app.config.reading_time_pages, docname):
+    if app.builder.format != "html":
+        return
+    if re.fullmatch(START_PAGES, docname):  # timed for the reading path only: no line under its title
+        start = page_times(doctree)
+        if start is not None:
+            _start_minutes(app)[docname] = start.minutes
+        return
+    if not re.fullmatch(app.config.reading_time_pages, docname):
         return
     times = page_times(doctree)
     if times is not None:
@@ -380,6 +387,9 @@ def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
 PATH_MARK = "<!-- reading_time: the reading path -->"
 PATH_CLASS = "reading-path"
 FIRST_EVENING = 3  # chapters: why attention, queries keys and values, worked examples
+#: The pages read before chapter 1 (the introduction asks for Notation first): counted in the path's
+#: "Start here" row, in the first evening and in the whole path.
+START_PAGES = r"book/(intro|notation)"
 
 
 class ReadingPath(nodes.General, nodes.Element):
@@ -404,6 +414,12 @@ def _skip_path(translator: Any, node: ReadingPath) -> None:
     raise nodes.SkipNode
 
 
+def _start_minutes(app: Any) -> dict[str, int]:
+    if not hasattr(app, "reading_start_minutes"):
+        app.reading_start_minutes = {}
+    return app.reading_start_minutes
+
+
 def _path_minutes(app: Any) -> dict[str, tuple[int, bool, int]]:
     if not hasattr(app, "reading_path_minutes"):
         app.reading_path_minutes = {}
@@ -421,7 +437,7 @@ class PathRow:
     practice: int = 0  # minutes to read its exercise statements and take its quiz (PageTimes.practice)
 
 
-def reading_path(minutes_by_page: dict[str, tuple[int, bool] | tuple[int, bool, int]]) -> list[PathRow]:
+def reading_path(minutes_by_page: Mapping[str, tuple[int, bool] | tuple[int, bool, int]]) -> list[PathRow]:
     """The chapters in order (``book/03_...``), each with its going-deeper pages (``book/03a_...``).
     A page's value is (minutes, has exercises) or (minutes, has exercises, practice minutes)."""
     rows: list[PathRow] = []
@@ -446,8 +462,10 @@ def hours(total: int) -> str:
     return " ".join(part for part in (f"{h} h" if h else "", f"{m} min" if m or not h else "") if part)
 
 
-def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[[str], str]) -> str:
-    """The HTML table of ``rows``; ``link(page)`` gives a page's address, ``title(page)`` its title."""
+def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[[str], str],
+               start: int = 0) -> str:
+    """The HTML table of ``rows``; ``link(page)`` gives a page's address, ``title(page)`` its title;
+    ``start`` is the minutes of the pages read before chapter 1 (a row of its own, counted in the totals)."""
     def a(page: str, text: str) -> str:
         return f'<a href="{html.escape(link(page))}">{html.escape(text)}</a>'
 
@@ -455,11 +473,14 @@ def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[
         return re.sub(r"^.*?Going deeper:\s*", "", title(page))
 
     body = []
+    if start:
+        body.append(f'<tr><th scope="row">Start here: the introduction and Notation</th><td>{start} min</td>'
+                    f"<td>none</td><td>{hours(start)}</td></tr>")
     for row in rows:
         deep = "<br>".join(f"{a(page, short(page))}, {m} min" for page, m in row.deeper) or "none"
         body.append(f'<tr><th scope="row">{a(row.chapter, title(row.chapter))}</th><td>{row.minutes} min</td>'
                     f"<td>{deep}</td><td>{hours(row.minutes + row.practice)}</td></tr>")
-    core = sum(r.minutes for r in rows)
+    core = start + sum(r.minutes for r in rows)
     deeper = sum(m for r in rows for _, m in r.deeper)
     practice = sum(r.practice for r in rows)
     first = rows[:FIRST_EVENING]
@@ -469,13 +490,15 @@ def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[
                " question")
     head = ('<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th>'
             '<th scope="col">Core with exercise statements and quiz</th></tr>')
-    foot = (f'<tr><th scope="row">All chapters</th><td>{hours(core)}</td><td>{hours(deeper)}</td>'
+    whole = "The whole path" if start else "All chapters"
+    foot = (f'<tr><th scope="row">{whole}</th><td>{hours(core)}</td><td>{hours(deeper)}</td>'
             f"<td>{hours(core + practice)}</td></tr>")
     if len(rows) > FIRST_EVENING:
-        foot += (f'<tr><th scope="row">A first evening: chapters 1–{FIRST_EVENING}</th>'
-                 f"<td>{hours(sum(r.minutes for r in first))}</td>"
+        pages = f"start here and chapters 1–{FIRST_EVENING}" if start else f"chapters 1–{FIRST_EVENING}"
+        foot += (f'<tr><th scope="row">A first evening: {pages}</th>'
+                 f"<td>{hours(start + sum(r.minutes for r in first))}</td>"
                  f"<td>{hours(sum(m for r in first for _, m in r.deeper))}</td>"
-                 f"<td>{hours(sum(r.minutes + r.practice for r in first))}</td></tr>")
+                 f"<td>{hours(start + sum(r.minutes + r.practice for r in first))}</td></tr>")
     return (f'<table class="table {PATH_CLASS}-table">\n<caption>{caption}</caption>\n'
             f"<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) +
             f"\n</tbody>\n<tfoot>{foot}</tfoot>\n</table>")
@@ -501,7 +524,7 @@ def _write_path(app: Any, exception: Exception | None) -> None:
         if missing:
             raise ValueError(f"{docname}: the reading path misses {missing} (not written in this build)")
         table = path_table(reading_path(found), partial(app.builder.get_relative_uri, docname),
-                           partial(_page_title, app))
+                           partial(_page_title, app), start=sum(_start_minutes(app).values()))
         target.write_text(text.replace(PATH_MARK, table), encoding="utf-8")
 
 

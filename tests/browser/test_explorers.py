@@ -7,8 +7,6 @@ Expected values come from attnlib (the same trace the chapter computes), never f
   a table;
 * choosing a query of the heatmap by keyboard outlines its row and writes out the arithmetic the hover
   label shows for each of its cells; moving the mouse over the cell "cat" → "The" still shows it;
-* each phase of the "Cat sits" stepper (from the embeddings to the outputs) shows that phase's matrices
-  as tables and its arithmetic;
 * while doing so, no console error, no uncaught exception and no request to another host.
 """
 
@@ -21,16 +19,14 @@ import pytest
 from explorer_helpers import assert_books_plotly, assert_clean, choose, plain, shown_state
 from test_pages import PageLog
 
-from attnlib.examples import cat_sat_on_mat, cat_sits
+from attnlib.examples import cat_sat_on_mat
 from attnlib.interactive import STEPS
 from attnlib.interactive._render import _rounded as as_plotted  # the figure's rounding
-from attnlib.interactive.qkv_explorers import PHASES
 from attnlib.trace import trace_attention
 
 PAGE = "book/03_worked_examples.html"
 STEPPER = "pipeline-stepper"
 HEATMAP = "weights-heatmap"
-CAT_SITS = "qkv-stepper"  # HTML tables only: no plot to wait for
 
 _STATE_JS = """
 id => { const gd = document.getElementById(id);
@@ -43,12 +39,6 @@ id => { const gd = document.getElementById(id);
 @pytest.fixture(scope="module")
 def tr() -> Any:
     ex = cat_sat_on_mat()
-    return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
-
-
-@pytest.fixture(scope="module")
-def tr_cs() -> Any:
-    ex = cat_sits()
     return trace_attention(ex.Q, ex.K, ex.V, tokens=ex.tokens)
 
 
@@ -158,29 +148,4 @@ def test_hover_shows_the_arithmetic_of_cat_the(chapter: tuple[Any, PageLog], tr:
     assert f"q·k = {terms} = {tr.scores[q, k]:.1f}" in text  # ... = 3.0
     assert f"= {tr.scaled_scores[q, k]:.4f}" in text and "1.5" in text
     assert f"= {tr.weights[q, k]:.4f}" in text and "0.4026" in text
-    assert_clean(log)
-
-
-def test_each_phase_of_cat_sits_shows_its_matrices(chapter: tuple[Any, PageLog], tr_cs: Any) -> None:
-    page, log = chapter
-    ex = cat_sits()
-    figure = page.locator(f'figure[data-explorer="{CAT_SITS}"]')
-    figure.scroll_into_view_if_needed()  # as a reader reaches it (its section is laid out near the screen)
-    labels = [t.strip() for t in figure.locator("button[data-control]").all_text_contents()]
-    assert labels == [label for label, _ in PHASES]
-    start = shown_state(page, CAT_SITS)
-    assert start["key"] == "0" and start["summary"].startswith(PHASES[0][1])
-    np.testing.assert_array_equal(np.array([_column(start["tables"][0], c) for c in (1, 2, 3)]).T, ex.X)
-
-    expected = {1: (ex.Q, ex.K, ex.V), 4: (tr_cs.weights, tr_cs.V, tr_cs.output)}
-    for phase, matrices in expected.items():
-        choose(page, CAT_SITS, 0, phase)
-        shown = shown_state(page, CAT_SITS)
-        assert shown["key"] == str(phase) and shown["summary"].startswith(PHASES[phase][1])
-        assert shown["live"] == shown["summary"]
-        assert len(shown["tables"]) == len(matrices)
-        for table, M in zip(shown["tables"], matrices, strict=True):
-            got = np.array([_column(table, c + 1) for c in range(M.shape[1])]).T
-            np.testing.assert_allclose(got, M, atol=5e-5, rtol=0)
-    assert f"w[Cat]  = 4.1133 / 6.1414 = {tr_cs.weights[0, 0]:.4f}" in plain(shown["lines"])
     assert_clean(log)

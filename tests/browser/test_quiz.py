@@ -29,6 +29,7 @@ is loaded (and its math typeset) once.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,9 @@ class QuestionDriver:
         others = {f"option:{i}" for i in range(len(self.q.options))} if self.q.options else {
             "answer", "other", *(f"wrong:{i}" for i in range(len(self.q.wrong)))}
         for key in others - set(shown):
-            assert _label(self.q, key) not in announced, f"{where}: {key} announced but not chosen"
+            # a whole label, not the tail of another ("2 is not right." inside "32 is not right.")
+            unchosen = re.search(r"(?<![\w.])" + re.escape(_label(self.q, key)), announced)
+            assert unchosen is None, f"{where}: {key} announced but not chosen"
         self.checked += 1
 
     def expect_cleared(self, what: str) -> None:

@@ -122,9 +122,12 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
     assert table is not None and table.caption is not None
     pages = _chapters(toc_pages)
     chapters = [p for p in pages if not is_deeper_page(p)]
-    rows = table.tbody.find_all("tr")
+    start_row, *rows = table.tbody.find_all("tr")
+    assert start_row.th.get_text() == "Start here: the introduction and Notation"
+    start = int(re.match(r"(\d+) min", start_row.td.get_text()).group(1))
+    assert start > 0, "the pages read before chapter 1 take no time"
     assert [r.th.a["href"] for r in rows] == [p.removeprefix("book/") for p in chapters]
-    core = deep = 0
+    core, deep = start, 0
     for row, chapter in zip(rows, chapters, strict=True):
         minutes = int(re.match(r"(\d+) min", row.td.get_text()).group(1))
         assert minutes == shown(chapter), chapter
@@ -139,9 +142,10 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
     assert foot[0][1:3] == [rt.hours(core), rt.hours(deep)]
     with_practice = [_said_minutes(r.find_all("td")[-1].get_text()) for r in rows]
     assert all(p > shown(c) for p, c in zip(with_practice, chapters, strict=True)), "exercises add time"
-    assert foot[0][3] == rt.hours(sum(with_practice))
-    first = sum(shown(c) for c in chapters[:rt.FIRST_EVENING])
-    assert foot[1][0] == f"A first evening: chapters 1–{rt.FIRST_EVENING}" and foot[1][1] == rt.hours(first)
+    assert foot[0][3] == rt.hours(start + sum(with_practice))
+    first = start + sum(shown(c) for c in chapters[:rt.FIRST_EVENING])
+    assert foot[1][0] == f"A first evening: start here and chapters 1–{rt.FIRST_EVENING}"
+    assert foot[1][1] == rt.hours(first)
     assert first <= FIRST_EVENING_MINUTES, (
         f"chapters 1-{rt.FIRST_EVENING} read in {rt.hours(first)}, over a first evening's "
         f"{rt.hours(FIRST_EVENING_MINUTES)}")
