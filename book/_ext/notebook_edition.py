@@ -113,10 +113,8 @@ def install_cell(sources: Sequence[str], wheel: str, wheel_link: str = "") -> No
         "import os\n"
         "import pathlib\n"
         "\n"
-        "def _missing():\n"
-        '    return [m for m in ("attnlib", "plotly", "ipywidgets") if importlib.util.find_spec(m) is None]\n'
-        "\n"
-        "if _missing():\n"
+        'needed = ("attnlib", "plotly", "ipywidgets")\n'
+        "if any(importlib.util.find_spec(m) is None for m in needed):\n"
         f"    # Tried in order: {tried}, then a wheel beside this notebook\n"
         "    # (in Colab, uploaded with the Files panel).\n"
         "    sources = [\n"
@@ -127,7 +125,7 @@ def install_cell(sources: Sequence[str], wheel: str, wheel_link: str = "") -> No
         "    for source in filter(None, sources):\n"
         '        %pip install --quiet "attnlib[interactive] @ {source}"\n'
         "        importlib.invalidate_caches()\n"
-        "        if not _missing():  # %pip reports a failure but does not raise\n"
+        "        if all(importlib.util.find_spec(m) for m in needed):  # %pip never raises\n"
         "            break\n"
         "    else:\n"
         "        raise RuntimeError(\n"
