@@ -23,6 +23,7 @@ The library every chapter of the book computes with. One module per concept:
 * :mod:`attnlib.tiled` – attention block by block with an online softmax, O(n) extra memory
 * :mod:`attnlib.kvcache` – a key–value cache for incremental decoding, and its size in published models
 * :mod:`attnlib.plots` – matplotlib figures with the book's look
+* :mod:`attnlib.style` – the book's palette, colormap and matplotlib style
 * :mod:`attnlib.exercises` – the book's exercises: what to submit, a reference recomputed at call time
 * :mod:`attnlib.misconceptions` – the classic mistakes of attention, named and recomputed from the inputs
 * :mod:`attnlib.feedback` – ``check(label, answer)``: an answer judged, with the mistake it matches named
@@ -70,8 +71,8 @@ from attnlib.training import (
 _MODULES = frozenset({
     "baselines", "core", "counts", "data", "diagnosis", "examples", "exercises", "features", "feedback",
     "grad", "interactive", "kvcache", "learned", "misconceptions", "models", "multihead", "naive",
-    "pipeline", "plots", "positions", "reference", "stats", "tiled", "timing", "trace", "training",
-    "variants",
+    "pipeline", "plots", "positions", "reference", "stats", "style", "tiled", "timing", "trace",
+    "training", "variants",
 })
 _LAZY_NAMES = {"check": "attnlib.feedback"}
 

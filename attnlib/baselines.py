@@ -11,7 +11,7 @@ Three questions, each answered by counting or computing rather than asserting:
   first token's input from the last token's output, in a nonlinear recurrence
   and in one attention layer.
 * :func:`additive_scores` and :func:`score_costs` – the additive score of
-  Bahdanau et al. (2015), ``vᵀ tanh(q W_q + k W_k)``, and the exact operation
+  Bahdanau et al. (2015), ``tanh(q W_q + k W_k) uᵀ``, and the exact operation
   counts of additive against dot-product scoring.
 
 The recurrent encoder here is a toy: random weights, no training, no gates.
@@ -357,12 +357,13 @@ def path_table(ns: Any) -> str:
 
 
 # --------------------------------------------------------------------------- additive scores
-def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, v: Any) -> np.ndarray:
-    """Additive (Bahdanau) attention scores, ``S_ij = tanh(q_i W_q + k_j W_k) · v``.
+def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, u: Any) -> np.ndarray:
+    """Additive (Bahdanau) attention scores, ``S_ij = tanh(q_i W_q + k_j W_k) · u``.
 
     The score of Bahdanau et al. (2015), ``v_aᵀ tanh(W_a s_{i-1} + U_a h_j)``
-    with the decoder state ``s_{i-1}`` as query and the encoder state ``h_j``
-    as key, written with row vectors: a one-hidden-layer network of width
+    with the decoder state ``s_{i-1}`` as query, the encoder state ``h_j``
+    as key and ``v_a`` renamed ``u`` (``v`` is a value row in this book),
+    written with row vectors: a one-hidden-layer network of width
     ``d_a`` reads the query and the key together and returns one number.
     Queries and keys may have different widths, because each gets its own
     projection.
@@ -375,7 +376,7 @@ def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, v: Any) -> np.ndarray:
         Keys (encoder states).
     W_q : (d_q, d_a) array_like
     W_k : (d_k, d_a) array_like
-    v : (d_a,) array_like
+    u : (d_a,) array_like
 
     Returns
     -------
@@ -399,7 +400,7 @@ def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, v: Any) -> np.ndarray:
     K = _matrix(K, "K", "n_k", "d_k")
     W_q = _matrix(W_q, "W_q", "d_q", "d_a")
     W_k = _matrix(W_k, "W_k", "d_k", "d_a")
-    v = _v.as_float_array(v, "v")
+    u = _v.as_float_array(u, "u")
     if W_q.shape[0] != Q.shape[1]:
         raise ValueError(
             f"W_q has {W_q.shape[0]} rows but Q has d_q={Q.shape[1]} (Q {Q.shape}, W_q {W_q.shape})"
@@ -413,14 +414,14 @@ def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, v: Any) -> np.ndarray:
             f"W_k has d_a={W_k.shape[1]} columns but W_q has d_a={W_q.shape[1]} "
             f"(W_q {W_q.shape}, W_k {W_k.shape})"
         )
-    if v.shape != (W_q.shape[1],):
+    if u.shape != (W_q.shape[1],):
         raise ValueError(
-            f"v must have shape (d_a,) = ({W_q.shape[1]},) to match W_q {W_q.shape}; got {v.shape}"
+            f"u must have shape (d_a,) = ({W_q.shape[1]},) to match W_q {W_q.shape}; got {u.shape}"
         )
     PQ = Q @ W_q  # (n_q, d_q) @ (d_q, d_a) -> (n_q, d_a), once per query
     PK = K @ W_k  # (n_k, d_k) @ (d_k, d_a) -> (n_k, d_a), once per key
     hidden = np.tanh(PQ[:, None, :] + PK[None, :, :])  # (n_q, n_k, d_a): one per pair
-    return hidden @ v  # (n_q, n_k, d_a) @ (d_a,) -> (n_q, n_k)
+    return hidden @ u  # (n_q, n_k, d_a) @ (d_a,) -> (n_q, n_k)
 
 
 @dataclass(frozen=True)
@@ -491,7 +492,7 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> ScoreCosts:
     The convention is that of :func:`attnlib.counts.flop_counts`: a dot
     product of length ``L`` is ``L`` multiplies and ``L − 1`` adds.
 
-    **Additive**, ``S_ij = tanh(q_i W_q + k_j W_k) · v`` with queries and keys
+    **Additive**, ``S_ij = tanh(q_i W_q + k_j W_k) · u`` with queries and keys
     of width ``d_k`` and a hidden width ``d_a``, computed the economical way:
     project every query and every key once, then combine pairs.
 
@@ -502,7 +503,7 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> ScoreCosts:
     project K    ``K W_k``, ``(n_k, d_a)``             ``n_k·d_a·d_k`` multiplies, ``n_k·d_a·(d_k−1)`` adds
     combine      ``q_i W_q + k_j W_k`` for every pair  ``n_q·n_k·d_a`` adds
     tanh         of the ``(n_q, n_k, d_a)`` array      ``n_q·n_k·d_a`` tanhs
-    read out     ``· v`` for every pair                ``n_q·n_k·d_a`` multiplies, ``n_q·n_k·(d_a−1)`` adds
+    read out     ``· u`` for every pair                ``n_q·n_k·d_a`` multiplies, ``n_q·n_k·(d_a−1)`` adds
     ============ ==================================== ================================================
 
     **Dot-product**, ``S = Q Kᵀ`` as one matrix product: ``n_q·n_k·d_k``

@@ -20,14 +20,8 @@ import numpy as np
 
 from attnlib import _validation as _v
 from attnlib.core import SCALE_RULES, scale_for, scaled_dot_product_attention
-from attnlib.training import (
-    OPTIMIZERS,
-    RetrievalBatch,
-    _adam_update,
-    _check_seed,
-    _forward_backward,
-    xavier_uniform,
-)
+from attnlib.training.layer import OPTIMIZERS, _adam_update, _forward_backward
+from attnlib.training.task import RetrievalBatch, _check_seed, xavier_uniform
 
 __all__ = ["PRONOUN_FEATURES", "WORD_KINDS", "pronoun_batch", "LearnedLayer", "train_layer"]
 
@@ -63,7 +57,7 @@ def pronoun_batch(
     normal noise of standard deviation ``noise`` on every feature, so no two words are alike. The
     query is the pronoun (its embedding, which is also one of the keys: self-attention); the target
     is the animate noun. The values are independent standard normal, as in
-    :func:`attnlib.training.retrieval_batch`: the layer is right only when it puts its weight on
+    :func:`attnlib.training.task.retrieval_batch`: the layer is right only when it puts its weight on
     the animate noun.
 
     Draw order (fixed, so a seed fixes the batch): kinds, places, noise, values.
@@ -202,8 +196,8 @@ def train_layer(
     """Train one attention layer's ``W_Q`` and ``W_K`` on a task such as :func:`pronoun_batch`.
 
     ``W_Q`` and ``W_K`` start Xavier-uniform; each step draws ``task(batch, rng)``, a fresh
-    :class:`~attnlib.training.RetrievalBatch`, and takes one step of ``optimizer`` on the loss of
-    :func:`attnlib.training.retrieval_loss_and_grads`: the mean squared error between the layer's
+    :class:`~attnlib.training.task.RetrievalBatch`, and takes one step of ``optimizer`` on the loss of
+    :func:`attnlib.training.layer.retrieval_loss_and_grads`: the mean squared error between the layer's
     output and the target word's value, whose gradient passes through the softmax.
 
     Parameters

@@ -172,13 +172,19 @@ class AttentionScaleTable:
                 return r
         raise KeyError(f"no model {name!r}; the table has {[r.config.name for r in self.rows]}")
 
-    def table(self) -> Table:
+    def table(self, *, sources: bool = True) -> Table:
         """A plain-text table, one model per row.
 
         Columns: layers, query heads (and KV heads when fewer), ``d_head``,
         context ``n``, scores per layer (``n_heads·n²``), scores per forward
         pass (``× n_layers``), and the bytes of each at ``dtype_bytes`` per
         score, in binary units (1 GiB = 2³⁰ bytes).
+
+        Parameters
+        ----------
+        sources : bool
+            Add the ``source`` column and the notes (the default). ``False``
+            leaves both out, for a text that cites the sources itself.
 
         Returns
         -------
@@ -213,6 +219,12 @@ class AttentionScaleTable:
         title = (f"attention scores at training context, batch 1, {self.dtype_bytes} bytes per score "
                  "(binary units: 1 GiB = 2^30 B)")
         shown = [(*row[:-1], _short_source(r.config)) for row, r in zip(body, self.rows, strict=True)]
+        if not sources:
+            bare_header, bare_body = header[:-1], [row[:-1] for row in body]
+            widths = widths[:-1]
+            return Table("\n".join([title, line(bare_header), *(line(row) for row in bare_body)]),
+                         columns=bare_header, rows=[row[:-1] for row in shown], caption=title,
+                         align=["left" if i in left else "right" for i in range(len(bare_header))])
         return Table("\n".join([title, line(header), *(line(row) for row in body)]),
                      columns=header, rows=shown, caption=title,
                      notes=[f"{r.config.name}: {r.config.source}" for r in self.rows],

@@ -246,7 +246,7 @@ class MultiHeadAttention:
         Number of heads ``H``.
     rng : numpy.random.Generator
         The only source of randomness: ``W_Q``, ``W_K``, ``W_V``, ``W_O`` are
-        drawn in that order by :func:`attnlib.training.xavier_uniform`.
+        drawn in that order by :func:`attnlib.training.task.xavier_uniform`.
     d_head : int, optional
         Width of each head; default ``d_model // n_heads`` (then ``n_heads``
         must divide ``d_model``).

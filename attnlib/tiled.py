@@ -20,6 +20,7 @@ whatever ``n`` is (see the Notes of :func:`tiled_attention`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from attnlib import _validation as _v
 from attnlib.core import _scores_may_overflow, _working_dtype, scale_for
 
-__all__ = ["tiled_attention"]
+__all__ = ["OnlineStep", "online_softmax_steps", "tiled_attention"]
 
 
 def _buffer(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -201,3 +202,117 @@ def tiled_attention(
         total[total == 0.0] = 1.0  # 0 / 1 = 0 for an empty row, as in attnlib.core
         np.divide(acc[..., :d_v], total, out=out[..., i0:i1, :])  # (..., rows, d_v)
     return out
+
+
+@dataclass(frozen=True)
+class OnlineStep:
+    """The online softmax of one query row after a block of keys (see :func:`online_softmax_steps`).
+
+    Attributes
+    ----------
+    keys_read : int
+        How many keys have been read (the keys ``0 … keys_read − 1``).
+    m : float
+        The running maximum of the scores read.
+    correction : float
+        ``exp(m_old − m)``, the factor this block applied to what was accumulated before it (0 at the
+        first block, where nothing was; 1 when the maximum did not grow). Without rescaling it is still
+        reported, though not applied.
+    l : float
+        The running sum ``Σ_j exp(s_j − m)`` over the keys read.
+    acc : numpy.ndarray
+        The running unnormalised output ``Σ_j exp(s_j − m) v_j``, shape ``(d_v,)``.
+    terms : numpy.ndarray
+        Each read key's term of ``l`` as it stands (``exp(s_j − m)`` when rescaled; the term as it was
+        added, ``exp(s_j − m_then)``, when not), shape ``(keys_read,)``.
+    """
+
+    keys_read: int
+    m: float
+    correction: float
+    l: float
+    acc: np.ndarray
+    terms: np.ndarray
+
+    @property
+    def output(self) -> np.ndarray:
+        """``acc / l``: the attention output over the keys read so far, shape ``(d_v,)``."""
+        return self.acc / self.l
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``terms / l``: the weights of the keys read so far, shape ``(keys_read,)``."""
+        return self.terms / self.l
+
+
+def online_softmax_steps(
+    scores: Any, values: Any, *, block: int = 1, rescale: bool = True
+) -> list[OnlineStep]:
+    """The online softmax of one query row, block by block: the state after each block of keys.
+
+    For scaled scores ``s`` and value rows ``v``, start from ``m = −∞``, ``l = 0``, ``acc = 0``; a block
+    ``J`` of keys updates them to ``m' = max(m, max_J s_j)``, ``l' = e^(m − m') l + Σ_J e^(s_j − m')``
+    and ``acc' = e^(m − m') acc + Σ_J e^(s_j − m') v_j``. After the last block ``acc / l`` equals
+    ``softmax(s) @ v`` up to rounding. With ``rescale=False`` the old sums are never multiplied by
+    ``e^(m − m')``: the mistake the recurrence exists to avoid (each old term stays relative to the
+    maximum at the time it was added, so the early keys keep too much weight).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        One query's scaled scores, finite.
+    values : array_like, shape (n, d_v)
+        The value rows, finite.
+    block : int
+        Keys per block, at least 1 (the last block may be shorter).
+    rescale : bool
+        Apply the correction ``e^(m − m')`` (the online softmax) or not (the mistake).
+
+    Returns
+    -------
+    list of OnlineStep
+        One state per block, in order; ``steps[-1].output`` is the attention output.
+
+    Raises
+    ------
+    TypeError
+        Non-numeric ``scores`` or ``values``, a non-integer ``block``, a non-bool ``rescale``.
+    ValueError
+        ``scores`` not 1-D and non-empty, ``values`` not ``(n, d_v)``, NaN or infinities, ``block`` below 1.
+
+    Examples
+    --------
+    >>> steps = online_softmax_steps([2.0, 0.0, 3.0, 5.0], np.eye(4))
+    >>> [(st.keys_read, st.m) for st in steps]
+    [(1, 2.0), (2, 2.0), (3, 3.0), (4, 5.0)]
+    >>> e = np.exp([2.0, 0.0, 3.0, 5.0])
+    >>> bool(np.allclose(steps[-1].weights, e / e.sum()))
+    True
+    >>> wrong = online_softmax_steps([2.0, 0.0, 3.0, 5.0], np.eye(4), rescale=False)
+    >>> round(wrong[-1].l, 4)  # 1 + e^-2 + 1 + 1: each term relative to the maximum when it came
+    3.1353
+    """
+    s = _v.as_float_array(scores, "scores").astype(np.float64)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"scores must be one query's scores, shape (n,) with n >= 1; got shape {s.shape}")
+    v = _v.as_float_array(values, "values").astype(np.float64)
+    if v.ndim != 2 or v.shape[0] != s.shape[0]:
+        raise ValueError(f"values must have shape (n, d_v) = ({s.shape[0]}, d_v) to match scores {s.shape}; "
+                         f"got {v.shape}")
+    block = _v.check_positive_int(block, "block")
+    rescale = _v.check_bool_flag(rescale, "rescale")
+    m, l, acc = -math.inf, 0.0, np.zeros(v.shape[1])
+    terms = np.zeros(0)
+    steps = []
+    for j0 in range(0, s.size, block):
+        s_b, v_b = s[j0:j0 + block], v[j0:j0 + block]
+        m_new = max(m, float(s_b.max()))
+        correction = math.exp(m - m_new) if m > -math.inf else 0.0
+        keep = correction if rescale else 1.0
+        e = np.exp(s_b - m_new)
+        l = keep * l + float(e.sum())
+        acc = keep * acc + e @ v_b
+        terms = np.concatenate([keep * terms, e])
+        m = m_new
+        steps.append(OnlineStep(j0 + s_b.size, m, correction, l, acc.copy(), terms.copy()))
+    return steps

@@ -318,10 +318,7 @@ class AttentionTrace:
             nonlocal noted
             if slipped and not noted:
                 noted = True
-                lines.extend([
-                    "  (computed from unrounded values: redoing this step with the rounded numbers",
-                    "  shown gives another last digit, and later steps may differ in it too)",
-                ])
+                lines.append("  (from unrounded values: by hand the last digit may differ)")
 
         printed_shift = float(fx(peak)) if shifted else 0.0
         note_slip(any(

@@ -154,15 +154,15 @@ def test_path_table_rows() -> None:
 
 
 # --------------------------------------------------------------------------- 4. additive scores
-def _naive_additive(Q, K, W_q, W_k, v):
+def _naive_additive(Q, K, W_q, W_k, u):
     S = np.zeros((len(Q), len(K)))
     for i in range(len(Q)):
         for j in range(len(K)):
             total = 0.0
-            for a in range(len(v)):
+            for a in range(len(u)):
                 pre = sum(Q[i][c] * W_q[c][a] for c in range(len(Q[0])))
                 pre += sum(K[j][c] * W_k[c][a] for c in range(len(K[0])))
-                total += v[a] * math.tanh(pre)
+                total += u[a] * math.tanh(pre)
             S[i, j] = total
     return S
 
@@ -173,22 +173,22 @@ def _naive_additive(Q, K, W_q, W_k, v):
 def test_additive_scores_match_a_loop(n_q: int, n_k: int, d_q: int, d_k: int, d_a: int) -> None:
     rng = np.random.default_rng(n_q * 100 + n_k * 10 + d_a)
     Q, K = rng.normal(size=(n_q, d_q)), rng.normal(size=(n_k, d_k))
-    W_q, W_k, v = rng.normal(size=(d_q, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
-    S = additive_scores(Q, K, W_q, W_k, v)
+    W_q, W_k, u = rng.normal(size=(d_q, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
+    S = additive_scores(Q, K, W_q, W_k, u)
     assert S.shape == (n_q, n_k)
-    np.testing.assert_allclose(S, _naive_additive(Q, K, W_q, W_k, v), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(S, _naive_additive(Q, K, W_q, W_k, u), rtol=1e-12, atol=1e-12)
 
 
-def test_additive_scores_are_bounded_by_the_norm_of_v() -> None:
+def test_additive_scores_are_bounded_by_the_norm_of_u() -> None:
     rng = np.random.default_rng(3)
-    v = rng.normal(size=4)
+    u = rng.normal(size=4)
     S = additive_scores(50 * rng.normal(size=(6, 3)), rng.normal(size=(7, 3)),
-                        rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), v)
-    assert np.all(np.abs(S) <= np.abs(v).sum())
+                        rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), u)
+    assert np.all(np.abs(S) <= np.abs(u).sum())
 
 
 # --------------------------------------------------------------------------- 5. costs, counted
-def _counted_scores(Q, K, W_q, W_k, v):
+def _counted_scores(Q, K, W_q, W_k, u):
     """Additive and dot-product scores in pure Python, counting every operation."""
     additive, dot = Counter(), Counter()
 
@@ -213,7 +213,7 @@ def _counted_scores(Q, K, W_q, W_k, v):
                 additive["add"] += 1
                 additive["tanh"] += 1
                 hidden.append(math.tanh(a + b))
-            row.append(dot_product(hidden, list(v), additive))
+            row.append(dot_product(hidden, list(u), additive))
         S_add.append(row)
     S_dot = [[dot_product(list(q), list(k), dot) for k in K] for q in Q]
     return np.array(S_add), np.array(S_dot), additive, dot
@@ -225,9 +225,9 @@ def _counted_scores(Q, K, W_q, W_k, v):
 def test_score_costs_equal_a_brute_force_count(n_q: int, n_k: int, d_k: int, d_a: int) -> None:
     rng = np.random.default_rng(0)
     Q, K = rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k))
-    W_q, W_k, v = rng.normal(size=(d_k, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
-    S_add, S_dot, c_add, c_dot = _counted_scores(Q.tolist(), K.tolist(), W_q.tolist(), W_k.tolist(), v)
-    np.testing.assert_allclose(S_add, additive_scores(Q, K, W_q, W_k, v), rtol=1e-12, atol=1e-12)
+    W_q, W_k, u = rng.normal(size=(d_k, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
+    S_add, S_dot, c_add, c_dot = _counted_scores(Q.tolist(), K.tolist(), W_q.tolist(), W_k.tolist(), u)
+    np.testing.assert_allclose(S_add, additive_scores(Q, K, W_q, W_k, u), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(S_dot, Q @ K.T, rtol=1e-12, atol=1e-12)
     costs = score_costs(n_q, n_k, d_k, d_a)
     assert isinstance(costs, ScoreCosts)
@@ -317,7 +317,7 @@ def test_path_table_bad_inputs() -> None:
 def _additive_args(**override):
     rng = np.random.default_rng(5)
     args = {"Q": rng.normal(size=(2, 3)), "K": rng.normal(size=(4, 5)),
-            "W_q": rng.normal(size=(3, 6)), "W_k": rng.normal(size=(5, 6)), "v": rng.normal(size=6)}
+            "W_q": rng.normal(size=(3, 6)), "W_k": rng.normal(size=(5, 6)), "u": rng.normal(size=6)}
     return {**args, **override}
 
 
@@ -329,9 +329,9 @@ def _additive_args(**override):
          r"W_q has 2 rows but Q has d_q=3 \(Q \(2, 3\), W_q \(2, 6\)\)"),
         ({"W_k": np.ones((3, 6))}, ValueError, r"W_k has 3 rows but K has d_k=5"),
         ({"W_k": np.ones((5, 7))}, ValueError, r"W_k has d_a=7 columns but W_q has d_a=6"),
-        ({"v": np.ones(5)}, ValueError,
-         r"v must have shape \(d_a,\) = \(6,\) to match W_q \(3, 6\); got \(5,\)"),
-        ({"v": np.ones((6, 1))}, ValueError, r"v must have shape \(d_a,\)"),
+        ({"u": np.ones(5)}, ValueError,
+         r"u must have shape \(d_a,\) = \(6,\) to match W_q \(3, 6\); got \(5,\)"),
+        ({"u": np.ones((6, 1))}, ValueError, r"u must have shape \(d_a,\)"),
         ({"K": np.array([[np.inf] * 5])}, ValueError, r"K must be finite"),
         ({"Q": np.ones((2, 3), dtype=complex)}, TypeError, r"Q must hold real numbers, not complex"),
     ],

@@ -84,7 +84,6 @@ TABLE = [
     ("attention-weights", np.round(_softmax(CAT.K @ CAT.Q.T / 2), 3), "incorrect", "scores-transposed", ()),
     ("worked-ex-double-v", -np.asarray(exercise("worked-ex-double-v").reference()), "incorrect",
      "change-sign", ()),
-    ("masks-ex-four-heads:params", 60, "incorrect", "params-no-w_o", ()),
     ("why-ex-margin", [9.10, 4.39], "incorrect", "order-swapped", ()),
     ("cx-ex-kv-memory", [10 * 2**30, 1.25 * 2**30], "incorrect", "order-swapped", ()),
     ("sc-ex-sigma", 12, "incorrect", "abc-divisor", ()),

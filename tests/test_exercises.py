@@ -111,7 +111,9 @@ def learner_answers() -> dict[str, object]:
                               if 4 * (b * b + 3 * b * 64) <= 256 * 2**10)
 
     mha4 = attnlib.MultiHeadAttention.from_weights(ex.Q, ex.K, ex.V, np.eye(4, 5), n_heads=4)
-    out["masks-ex-four-heads:params"] = mha4.n_params
+    win = np.tri(5, dtype=bool) & ~np.tri(5, k=-2, dtype=bool)  # query i sees keys i-1 and i
+    out["masks-ex-window:mask"] = win
+    out["masks-ex-window:weights"] = masked_softmax(ex.Q @ ex.K.T / 2, win)
     out["masks-ex-four-heads:weights"] = mha4(np.eye(5)).weights[:, 0]
 
     out["attention-scores"] = ex.Q @ ex.K.T
@@ -233,7 +235,9 @@ def wrong_answers() -> list[tuple[str, str, object]]:
         ("cx-ex-blocks", "blocks-missing-arrays", 256),
         ("cx-ex-blocks", "blocks-float64", 64),
         ("cx-ex-blocks", "blocks-not-power-of-two", 177),
-        ("masks-ex-four-heads:params", "heads-per-head-params", 20),
+        ("masks-ex-window:weights", "mask-after-softmax",
+         softmax_rows(S / 2) * (tri & ~np.tri(5, k=-2, dtype=bool))),
+        ("masks-ex-window:mask", "mask-one-ahead", np.tri(5, k=1, dtype=bool) & ~np.tri(5, k=-2, dtype=bool)),
         ("causal-mask", "mask-inverted", ~tri),
         ("attention-weights", "weights-transposed", np.asarray(exercise("attention-weights").reference()).T),
         ("impl-ex-mask", "mask-inverted", ~np.asarray(exercise("impl-ex-mask").reference())),

@@ -86,6 +86,18 @@ def test_models_table_cites_works_by_name_in_html_and_says_where_each_number_is(
     assert t.align[0] == "left" and t.align[-1] == "left" and set(t.align[1:-1]) == {"right"}
 
 
+def test_scale_table_without_sources_has_no_source_column_and_no_notes():
+    two = [c for c in MODEL_CONFIGS if c.name in ("GPT-2 small", "GPT-3 175B")]
+    t = attention_scale_table(two).table(sources=False)
+    assert t.columns[-1] == "bytes/forward" and not t.notes and len(t.align) == len(t.columns)
+    assert all(len(row) == len(t.columns) for row in t.rows)
+    for c in two:
+        assert c.citation not in t and c.citation not in t._repr_html_()
+        assert c.source.split(",")[0] not in t._repr_html_()  # "Brown et al. 2020"
+    assert t.splitlines()[3].endswith("72 GiB")  # the numbers stay
+    assert attention_scale_table(two).table().splitlines()[1:] != t.splitlines()[1:]
+
+
 # --------------------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize(
     ("call", "exc", "match"),

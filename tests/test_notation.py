@@ -56,6 +56,10 @@ NUMBER_TOKENS = re.compile(
 COUNT_TOKENS = re.compile(r"d_\{\\text\{\w+\}\}|[dnH]_\{?\w+\}?|(?<![A-Za-z\\])[nHBLd](?![A-Za-z])")
 
 
+# A later chapter's letter ends its meaning with where it first appears: "(chapter 4)", "(chapters 5–7)".
+CHAPTER_MARK = re.compile(r"\s*\(chapters? \d+(?:[–-]\d+)?\)\s*$")
+
+
 @dataclass(frozen=True)
 class Reserved:
     symbol: str  # as written in the table, e.g. "S", "\\ell", "d_{\\text{model}}"
@@ -107,6 +111,7 @@ def parse_reserved(markdown: str, rules: str) -> dict[str, Reserved]:
     for letters, meaning in meanings:
         defined = allowed_rhs[letters]
         meaning = re.sub(r"\{term\}`([^`<]*?)\s*(?:<[^>]*>)?`", r"\1", meaning)  # {term}`x <X>` -> x
+        meaning = CHAPTER_MARK.sub("", meaning)  # "(chapter 4)" says where it first appears, not what it is
         forms = tuple(normalise(f) for f in re.findall(r"\$([^$]+)\$", defined))
         kinds = tuple(k.strip() for k in re.sub(r"\$[^$]+\$", "", defined).split(";") if k.strip())
         for symbol in re.findall(r"\$([^$]+)\$", letters):
@@ -252,7 +257,8 @@ def test_reserved_table_parses(table):
         assert symbol in table, f"the reserved table of notation.md lacks ${symbol}$"
     assert "QK^\\top" in table["S"].forms
     assert "a count" in table["n"].kinds
-    assert table["J"].meaning == "Jacobian of the softmax"
+    assert table["J"].meaning == "Jacobian of the softmax"  # its "(chapter 4)" mark is dropped
+    assert table["H"].meaning == "heads, key–value heads, batch size, layers"
 
 
 def test_the_two_tables_must_list_the_same_letters():

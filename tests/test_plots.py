@@ -361,7 +361,7 @@ def _figure_formats(shell: _Shell) -> dict[str, object]:
 
 def test_in_ipython_figures_are_shown_as_hidpi_png_only(monkeypatch):
     pytest.importorskip("IPython")
-    import attnlib.plots as plots
+    import attnlib.style as plots  # the style, and its IPython hook, live in attnlib.style
 
     shell = _Shell()
     shell.display_formatter.formatters["image/svg+xml"].for_type(plt.Figure, lambda fig: "<svg/>")
@@ -382,7 +382,7 @@ def test_in_ipython_figures_are_shown_as_hidpi_png_only(monkeypatch):
 
 
 def test_outside_ipython_the_style_touches_no_display_format():
-    import attnlib.plots as plots
+    import attnlib.style as plots
 
     assert plots._inline_shell() is None  # pytest runs no IPython shell
     assert plots._show_figures_as_hidpi_png() is False

@@ -123,15 +123,20 @@ def _() -> Verified:
 
 @verifies("01_why_attention", "path-length")
 def _() -> Verified:
-    n = 1024
-    steps = attnlib.baselines.sequential_steps(n, "attention")
-    hops = attnlib.baselines.max_path_length(n, "attention")
     b = attnlib.baselines
-    rec = (b.sequential_steps(n, "recurrent"), b.max_path_length(n, "recurrent"))
-    options = [(1, 1), rec, (1, 1024), (1024, 1)]
+    n, src, dst = 1024, 100, 900
+    # a recurrence over tokens src..dst: its path counts src's own update too, so one less is "more updates"
+    more = b.max_path_length(dst - src + 1, "recurrent") - 1
+    hops = b.max_path_length(n, "attention")
+    # the one hop does not guarantee weight: with src's score tied with the other keys, it gets 1/n
+    tied = attnlib.softmax(np.zeros(n))[src]
+    assert hops == 1 and tied < 0.5
+    words = attnlib.features.animal_street()
+    gap = words.tokens.index("it") - words.tokens.index("animal")  # the chapter's example
+    options = [(more, hops, False), (n, hops, False), (more, hops, True), (more, more, False)]
     return Verified(
-        numbers=given(0, 1, 2, n),
-        correct=letters([o == (steps, hops) for o in options]),
+        numbers={**given(n, src, dst), "800": more, "1": hops, "101": src + 1, "6": gap, "1023": n - 1},
+        correct=letters([o == (dst - src, 1, False) for o in options]),
     )
 
 
@@ -328,11 +333,11 @@ def _() -> Verified:
 def _() -> Verified:
     ex = attnlib.cat_sat_on_mat()
     _, w = attnlib.scaled_dot_product_attention(ex.Q, ex.K, ex.V, return_weights=True)
-    cat, the = ex.tokens.index("cat"), ex.tokens.index("The")
-    share = w[cat, the]
-    largest = w[cat].argmax() == the and np.sort(w[cat])[-2] < share
-    # B and C read more into a weight than a mixing share: false whatever the numbers
-    return Verified(numbers={"0.40": share, "0.60": 1 - share},
+    on = ex.tokens.index("on")
+    share = w[on, on]
+    largest = w[on].argmax() == on and np.sort(w[on])[-2] < share
+    # C and D read more into a weight than a mixing share: false whatever the numbers
+    return Verified(numbers={"0.31": share, "0.69": 1 - share},
                     correct=letters([bool(largest), share > 0.5, False, False]))
 
 

@@ -208,7 +208,9 @@ def test_add_lines_puts_each_line_after_its_title_never_inside() -> None:
     assert times is not None
     rt.add_lines(times)
     lines = list(doc.findall(rt.ReadingTime))
-    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 7), ("section", 2), ("section", 5)]
+    # the 2-minute section gets no line: under SECTION_LINE_MINUTES a line says nothing the page's does not
+    assert rt.SECTION_LINE_MINUTES == 3
+    assert [(n["kind"], n["minutes"]) for n in lines] == [("page", 7), ("section", 5)]
     for line in lines:
         section = line.parent
         assert isinstance(section, nodes.section)
@@ -317,10 +319,10 @@ def test_the_path_table_sums_core_and_deeper_minutes() -> None:
     assert "doing the exercises and the quizzes not included" in caption
     body = [[c.get_text(" ", strip=True) for c in tr.find_all(["th", "td"])]
             for tr in soup.tbody.find_all("tr")]
-    assert body == [["BOOK/01_A", "50 min", "none", "50 min"],
-                    ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min", "40 min"]]
+    assert body == [["BOOK/01_A", "50 min", "none", "50 min", "50 min"],
+                    ["BOOK/02_B", "40 min", "BOOK/02A_C , 25 min", "40 min", "40 min"]]
     foot = [c.get_text() for c in soup.tfoot.find_all(["th", "td"])]
-    assert foot == ["All chapters", "1 h 30 min", "25 min", "1 h 30 min"]
+    assert foot == ["All chapters", "1 h 30 min", "25 min", "1 h 30 min", "1 h 30 min"]
     assert soup.find("a", href="02a_c.html") is not None
     assert all(th.get("scope") == "row" for th in soup.tbody.find_all("th"))
 
@@ -338,8 +340,8 @@ def test_the_path_table_says_what_a_first_evening_reads() -> None:
                             "book/03_c": (30, True), "book/04_d": (25, True)})
     soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p), "html.parser")
     foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in soup.tfoot.find_all("tr")]
-    assert foot == [["All chapters", "1 h 50 min", "10 min", "1 h 50 min"],
-                    ["A first evening: chapters 1–3", "1 h 25 min", "10 min", "1 h 25 min"]]
+    assert foot == [["All chapters", "1 h 50 min", "10 min", "1 h 50 min", "1 h 50 min"],
+                    ["A first evening: chapters 1–3", "1 h 25 min", "10 min", "1 h 25 min", "1 h 25 min"]]
 
 
 def test_the_pages_read_first_count_in_the_first_evening_and_the_whole_path() -> None:
@@ -347,10 +349,11 @@ def test_the_pages_read_first_count_in_the_first_evening_and_the_whole_path() ->
                             "book/03_c": (30, True), "book/04_d": (25, True)})
     soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p, start=12), "html.parser")
     first = [c.get_text() for c in soup.tbody.find("tr").find_all(["th", "td"])]
-    assert first == ["Start here: the introduction and Notation", "12 min", "none", "12 min"]
+    assert first == ["Start here: the introduction and Notation", "12 min", "none", "12 min", "12 min"]
     foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in soup.tfoot.find_all("tr")]
-    assert foot == [["The whole path", "2 h 2 min", "10 min", "2 h 2 min"],
-                    ["A first evening: start here and chapters 1–3", "1 h 37 min", "10 min", "1 h 37 min"]]
+    assert foot == [["The whole path", "2 h 2 min", "10 min", "2 h 2 min", "2 h 2 min"],
+                    ["A first evening: start here and chapters 1–3", "1 h 37 min", "10 min", "1 h 37 min",
+                     "1 h 37 min"]]
 
 
 def test_the_path_table_adds_the_exercise_statements_and_quiz_in_a_column_of_its_own() -> None:
@@ -359,10 +362,10 @@ def test_the_path_table_adds_the_exercise_statements_and_quiz_in_a_column_of_its
                             "book/04_d": (25, False)})
     assert [r.practice for r in rows] == [15, 12, 20, 0]
     soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p), "html.parser")
-    assert soup.thead.find_all("th")[-1].get_text() == "Core with exercise statements and quiz"
-    assert [tr.find_all("td")[-1].get_text() for tr in soup.tbody.find_all("tr")] == [
+    assert soup.thead.find_all("th")[-2].get_text() == "Core with exercise statements and quiz"
+    assert [tr.find_all("td")[-2].get_text() for tr in soup.tbody.find_all("tr")] == [
         "35 min", "47 min", "50 min", "25 min"]
-    foot = [[c.get_text() for c in tr.find_all(["th", "td"])][-1] for tr in soup.tfoot.find_all("tr")]
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])][-2] for tr in soup.tfoot.find_all("tr")]
     assert foot == ["2 h 37 min", "2 h 12 min"]
     caption = soup.caption.get_text()
     assert "reading each exercise's statement and taking the quiz, a minute a question" in caption
@@ -382,3 +385,27 @@ def test_practice_reads_the_exercise_statements_and_check_cells_not_the_solution
     assert rt.practice_seconds([exercises, quiz]) == pytest.approx(60 / 110 * (219 + 3) + 21 + 180)
     times = rt.page_times(doc)
     assert times.practice == 6 and times.minutes == 1  # ceil(5.45 min); the page's reading stays its own
+
+
+def test_the_path_table_adds_each_chapters_essential_exercise_in_the_last_column() -> None:
+    rows = rt.reading_path({"book/01_a": (20, True, 15, 25), "book/02_b": (35, True, 12, 20),
+                            "book/02a_x": (10, False, 0, 0), "book/03_c": (30, True, 20, 15),
+                            "book/04_d": (25, False)})
+    assert [r.essential for r in rows] == [25, 20, 15, 0], "a going-deeper page adds nothing"
+    soup = BeautifulSoup(rt.path_table(rows, link=lambda p: p, title=lambda p: p, start=5), "html.parser")
+    assert soup.thead.find_all("th")[-1].get_text() == "Core with the essential exercises done"
+    assert [tr.find_all("td")[-1].get_text() for tr in soup.tbody.find_all("tr")] == [
+        "5 min", "45 min", "55 min", "45 min", "25 min"]
+    foot = [[c.get_text() for c in tr.find_all(["th", "td"])][-1] for tr in soup.tfoot.find_all("tr")]
+    assert foot == ["2 h 55 min", "2 h 30 min"]  # 5 + 110 + 60 essential; 5 + 85 + 60 over the first three
+    assert "essential exercise, at the time its statement gives" in soup.caption.get_text()
+
+
+def test_the_essential_exercise_is_timed_by_its_own_tag_line() -> None:
+    doc = _doctree(f"# A chapter\n\n{_words(50)}\n\n## Exercises\n\n"
+                   "*Level 1, by hand · objective 1.1 · about 25 min · essential*\n\n"
+                   "*Level 2, code · objective 1.2 · about 15 min*\n\n"
+                   "*Level 3, derive or explain · objective 1.2 · about 30 min · challenge*\n")
+    times = rt.page_times(doc)
+    assert times is not None and times.essential == 25, "only the essential one, at its own minutes"
+    assert rt.page_times(_doctree(f"# Deeper\n\n{_words(10)}\n")).essential == 0

@@ -8,12 +8,15 @@ from dataclasses import replace
 import numpy as np
 
 from attnlib import examples as _examples
-from attnlib.core import scale_for, softmax
+from attnlib.core import causal_mask, scale_for, softmax
 from attnlib.exercises._registry import (
+    _attention_exercise,
+    _cat,
     _fmt_num,
     _register,
     _scalar_exercise,
 )
+from attnlib.exercises.implementation import _mask_exercise
 from attnlib.misconceptions import (
     Candidates,
 )
@@ -41,14 +44,23 @@ def _four_heads_wrong() -> Candidates:
     return [("scale-full-width", w_full), ("wrong-axis", wrong_axis)]
 
 
-_register(_scalar_exercise(
-    "masks-ex-four-heads:params", "05_masks_heads",
-    "The number of parameters of the layer split into H = 4 heads of d_head = 1.",
-    "1 whole number.",
-    lambda: _four_heads()[0].n_params,
-    lambda: [("heads-per-head-params", _four_heads()[0].n_params // 4),
-             ("params-no-w_o", _four_heads()[0].n_params * 3 // 4)],
-    kind="integer",
+
+def window_mask(n: int) -> np.ndarray:
+    """The sliding window of width 2: query ``i`` may attend to keys ``i - 1`` and ``i``, shape ``(n, n)``."""
+    return causal_mask(n) & ~np.tri(n, k=-2, dtype=bool)
+
+
+_register(_mask_exercise(
+    "masks-ex-window:mask", "05_masks_heads",
+    "The sliding-window mask of width 2 for the 5 tokens of 'The cat sat on mat': query i sees keys i-1, i.",
+    "Your 5 × 5 mask: boolean (True = may attend), 0/1 or additive 0/-inf.",
+    lambda: {"reference": window_mask(5)}, (5, 5),
+))
+_register(_attention_exercise(
+    "masks-ex-window:weights", "05_masks_heads",
+    "The attention weights of 'The cat sat on mat' under the sliding-window mask of width 2.",
+    "A 5 × 5 matrix of weights, one row per query.",
+    _cat, "weights", mask=window_mask,
 ))
 _four_heads_ex = _scalar_exercise(
     "masks-ex-four-heads:weights", "05_masks_heads",

@@ -19,6 +19,8 @@ nears the viewport) on pages that show such a figure.
   (:func:`~attnlib.interactive.scaling_explorers.scaling_explorer`,
   :func:`~attnlib.interactive.scaling_explorers.variance_explorer`)
 * :mod:`attnlib.interactive.beyond_explorers` – chapter 5's causal-mask and heads explorers
+* :mod:`attnlib.interactive.code_explorers` – chapter 6's overflow explorer and chapter 7's
+  online-softmax explorer
 * :mod:`attnlib.interactive.live` – ipywidgets explorers for a live kernel
   (:func:`~attnlib.interactive.live.explore`, :func:`~attnlib.interactive.live.live_scaling_explorer`);
   the static book shows a note instead
@@ -27,6 +29,7 @@ nears the viewport) on pages that show such a figure.
 from attnlib.interactive import _render, beyond_explorers, live, qkv_explorers, trace_explorers
 from attnlib.interactive._render import *  # noqa: F403
 from attnlib.interactive.beyond_explorers import *  # noqa: F403
+from attnlib.interactive.code_explorers import online_softmax_explorer, stability_explorer
 from attnlib.interactive.live import *  # noqa: F403
 from attnlib.interactive.qkv_explorers import *  # noqa: F403
 from attnlib.interactive.scaling_explorers import scaling_explorer, variance_explorer
@@ -38,6 +41,8 @@ __all__ = [
     *live.__all__,
     *qkv_explorers.__all__,
     *beyond_explorers.__all__,
+    "online_softmax_explorer",
     "scaling_explorer",
+    "stability_explorer",
     "variance_explorer",
 ]

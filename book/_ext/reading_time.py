@@ -1,11 +1,12 @@
 """Local Sphinx extension: each chapter page says how long it takes to read, and so does each section.
 
 Under the title of a chapter page (``book/0*``: the chapters and their going-deeper pages such as
-``04a_scaling_deeper``) a line gives the whole page, "About 20 min of reading with the code and figures,
-plus exercises" (without "plus exercises" on a page that has none), and under each ``##`` heading a line
-gives that section, subsections included: "About 4 min". The lines are paragraphs of text with the class
-``reading-time`` (``attnbook.css`` sets them small and muted), placed after the heading, never inside
-it: the table of contents, the headings' anchors and the PDF's outline stay as they were.
+``04a_scaling_deeper``) a line gives the whole page, "About 20 min of reading with the code and figures, plus
+exercises" (without "plus exercises" on a page that has none), and under each ``##`` heading of at least
+:data:`SECTION_LINE_MINUTES` minutes a line gives that section, subsections included: "About 4 min" (a line
+under a one-minute section tells the reader nothing the page line does not). The lines are paragraphs of text
+with the class ``reading-time`` (``attnbook.css`` sets them small and muted), placed after the heading, never
+inside it: the table of contents, the headings' anchors and the PDF's outline stay as they were.
 
 The model: what a reader reads and looks at, each at its own pace (:data:`PACE`), summed and rounded up
 to whole minutes (at least one).
@@ -32,14 +33,15 @@ code or output, 30 s a static figure and 2 min an explorer; with them the model 
 minutes per chapter, code and figures included, to within a few minutes. It times reading, not doing:
 the exercises and the quiz are the reader's work.
 
-Sections without a line: "Exercises" and "Self-check quiz" (:data:`UNTIMED_SECTIONS`). The page total
-leaves them out too and says "plus exercises" when the page has an Exercises section. What a reader spends on
-them before doing any exercise, reading each statement and check cell (not the folded solutions) at the
-same paces and taking the quiz at :attr:`Pace.quiz_question` a question, is the page's ``practice``; the
-reading path on the introduction gives it in a column of its own. The page total is
-the cost of everything else on the page, its introduction under the title included, rounded once: it is
-at most the sum of the sections' minutes plus the introduction's, and at least that sum less one minute
-a section. "Learning objectives" and "Summary" are timed like any other section.
+Sections without a line: "Exercises" and "Self-check quiz" (:data:`UNTIMED_SECTIONS`). The page total leaves
+them out too and says "plus exercises" when the page has an Exercises section. What a reader spends on them
+before doing any exercise, reading each statement and check cell (not the folded solutions) at the same paces
+and taking the quiz at :attr:`Pace.quiz_question` a question, is the page's ``practice``; the reading path on
+the introduction gives it in a column of its own. The essential exercise (its tag line ends "· essential") is
+timed by its own line's "about N min": the path's last column adds it to the core. The page total is the cost
+of everything else on the page, its introduction under the title included, rounded once: it is at most the sum
+of the sections' minutes plus the introduction's, and at least that sum less one minute a section. "Learning
+objectives" and "Summary" are timed like any other section.
 
 Only HTML builders (``html``, ``dirhtml``, ``singlehtml``, ``epub``) get the lines; the lines are
 hidden in print (``attnbook.css``), so neither the PDF (printed from the HTML by ``print_pdf.py``) nor
@@ -72,6 +74,9 @@ UNTIMED_SECTIONS = ("Exercises", "Self-check quiz")
 EXERCISES = "Exercises"
 CHAPTER_PAGES = r"book/0\d+[a-z]?_[^/]+"  # book/04_scaling, book/04a_scaling_deeper; not book/api/...
 CSS_CLASS = "reading-time"
+SECTION_LINE_MINUTES = 3  # a shorter section gets no line of its own
+#: The tag line of the exercise to do if a learner does only one: "... · about 25 min · essential".
+ESSENTIAL_TAG = re.compile(r"about (\d+) min · essential")
 
 _WORD = re.compile(r"\S+")
 
@@ -159,6 +164,7 @@ class PageTimes:
     sections: tuple[TimedSection, ...]
     cost: Cost = Cost()
     practice: int = 0  # minutes to read the exercise statements and check cells and take the quiz
+    essential: int = 0  # minutes the essential exercise's tag line states (0: the page has none)
 
 
 QUIZ_QUESTION = 'class="attnlib-quiz-question"'  # one per question in the quiz directive's HTML
@@ -167,6 +173,12 @@ QUIZ_QUESTION = 'class="attnlib-quiz-question"'  # one per question in the quiz 
 def _solutions(node: nodes.Node) -> tuple[nodes.Node, ...]:
     """The solutions under ``node`` (sphinx-exercise's, folded): read after an exercise is tried."""
     return tuple(n for n in node.findall(nodes.Element) if type(n).__name__ == "solution_node")
+
+
+def essential_minutes(sections: list[nodes.section]) -> int:
+    """The minutes the essential exercise's tag line states ("... · about 25 min · essential"), summed
+    over ``sections`` (a chapter has one); 0 when none is marked."""
+    return sum(int(m) for section in sections for m in ESSENTIAL_TAG.findall(section.astext()))
 
 
 def practice_seconds(sections: list[nodes.section]) -> float:
@@ -323,7 +335,8 @@ def page_times(document: nodes.document) -> PageTimes | None:
     cost = measure(page, skip=tuple(untimed))
     exercises = any(_title(s) == EXERCISES for s in untimed)
     practice = whole_minutes(practice_seconds(untimed))
-    return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost, practice)
+    return PageTimes(page, cost.words, cost.minutes, exercises, tuple(timed), cost, practice,
+                     essential_minutes(untimed))
 
 
 # --------------------------------------------------------------------------- formatting
@@ -351,10 +364,12 @@ def _after_title(section: nodes.section, line: ReadingTime) -> None:
 
 
 def add_lines(times: PageTimes) -> None:
-    """Put a :class:`ReadingTime` line after the title of the page and of each timed section."""
+    """Put a :class:`ReadingTime` line after the title of the page and of each timed section of at least
+    :data:`SECTION_LINE_MINUTES` minutes."""
     _after_title(times.page, ReadingTime(kind="page", minutes=times.minutes, exercises=times.exercises))
     for timed in times.sections:
-        _after_title(timed.section, ReadingTime(kind="section", minutes=timed.minutes))
+        if timed.minutes >= SECTION_LINE_MINUTES:
+            _after_title(timed.section, ReadingTime(kind="section", minutes=timed.minutes))
 
 
 # --------------------------------------------------------------------------- Sphinx
@@ -376,7 +391,7 @@ def _resolved(app: Any, doctree: nodes.document, docname: str) -> None:
     times = page_times(doctree)
     if times is not None:
         add_lines(times)
-        _path_minutes(app)[docname] = (times.minutes, times.exercises, times.practice)
+        _path_minutes(app)[docname] = (times.minutes, times.exercises, times.practice, times.essential)
 
 
 # --------------------------------------------------------------------------- the reading path
@@ -420,7 +435,7 @@ def _start_minutes(app: Any) -> dict[str, int]:
     return app.reading_start_minutes
 
 
-def _path_minutes(app: Any) -> dict[str, tuple[int, bool, int]]:
+def _path_minutes(app: Any) -> dict[str, tuple[int, bool, int, int]]:
     if not hasattr(app, "reading_path_minutes"):
         app.reading_path_minutes = {}
     return app.reading_path_minutes
@@ -435,22 +450,27 @@ class PathRow:
     exercises: bool
     deeper: tuple[tuple[str, int], ...]
     practice: int = 0  # minutes to read its exercise statements and take its quiz (PageTimes.practice)
+    essential: int = 0  # minutes its essential exercise's tag line states (PageTimes.essential)
 
 
-def reading_path(minutes_by_page: Mapping[str, tuple[int, bool] | tuple[int, bool, int]]) -> list[PathRow]:
+def reading_path(minutes_by_page: Mapping[str, tuple[int, ...]]) -> list[PathRow]:
     """The chapters in order (``book/03_...``), each with its going-deeper pages (``book/03a_...``).
-    A page's value is (minutes, has exercises) or (minutes, has exercises, practice minutes)."""
+    A page's value is (minutes, has exercises), optionally followed by its practice minutes and its
+    essential exercise's minutes."""
     rows: list[PathRow] = []
     for page in sorted(minutes_by_page):
         name = page.rsplit("/", 1)[-1]
         deeper = re.match(r"(\d\d)[a-z]_", name)
-        minutes, exercises, *practice = minutes_by_page[page]
+        minutes, has_exercises, *extra = minutes_by_page[page]
+        exercises = bool(has_exercises)
+        practice = int(extra[0]) if extra else 0
+        essential = int(extra[1]) if len(extra) > 1 else 0
         if deeper is None:
-            rows.append(PathRow(page, minutes, exercises, (), practice[0] if practice else 0))
+            rows.append(PathRow(page, minutes, exercises, (), practice, essential))
         elif rows and rows[-1].chapter.rsplit("/", 1)[-1].startswith(deeper.group(1) + "_"):
             last = rows[-1]
             rows[-1] = PathRow(last.chapter, last.minutes, last.exercises,
-                               (*last.deeper, (page, minutes)), last.practice)
+                               (*last.deeper, (page, minutes)), last.practice, last.essential)
         else:
             raise ValueError(f"going-deeper page {page} has no chapter before it")
     return rows
@@ -475,30 +495,35 @@ def path_table(rows: list[PathRow], link: Callable[[str], str], title: Callable[
     body = []
     if start:
         body.append(f'<tr><th scope="row">Start here: the introduction and Notation</th><td>{start} min</td>'
-                    f"<td>none</td><td>{hours(start)}</td></tr>")
+                    f"<td>none</td><td>{hours(start)}</td><td>{hours(start)}</td></tr>")
     for row in rows:
         deep = "<br>".join(f"{a(page, short(page))}, {m} min" for page, m in row.deeper) or "none"
         body.append(f'<tr><th scope="row">{a(row.chapter, title(row.chapter))}</th><td>{row.minutes} min</td>'
-                    f"<td>{deep}</td><td>{hours(row.minutes + row.practice)}</td></tr>")
+                    f"<td>{deep}</td><td>{hours(row.minutes + row.practice)}</td>"
+                    f"<td>{hours(row.minutes + row.essential)}</td></tr>")
     core = start + sum(r.minutes for r in rows)
     deeper = sum(m for r in rows for _, m in r.deeper)
     practice = sum(r.practice for r in rows)
+    essential = sum(r.essential for r in rows)
     first = rows[:FIRST_EVENING]
     caption = (f"Minutes of reading, with the code, outputs, figures and explorers (prose at about"
                f" {WORDS_PER_MINUTE} words a minute); doing the exercises and the quizzes not included."
-               " The last column adds reading each exercise's statement and taking the quiz, a minute a"
-               " question")
+               " The fourth column adds reading each exercise's statement and taking the quiz, a minute a"
+               " question; the last adds doing each chapter's essential exercise, at the time its statement"
+               " gives")
     head = ('<tr><th scope="col">Chapter</th><th scope="col">Core</th><th scope="col">Going deeper</th>'
-            '<th scope="col">Core with exercise statements and quiz</th></tr>')
+            '<th scope="col">Core with exercise statements and quiz</th>'
+            '<th scope="col">Core with the essential exercises done</th></tr>')
     whole = "The whole path" if start else "All chapters"
     foot = (f'<tr><th scope="row">{whole}</th><td>{hours(core)}</td><td>{hours(deeper)}</td>'
-            f"<td>{hours(core + practice)}</td></tr>")
+            f"<td>{hours(core + practice)}</td><td>{hours(core + essential)}</td></tr>")
     if len(rows) > FIRST_EVENING:
         pages = f"start here and chapters 1–{FIRST_EVENING}" if start else f"chapters 1–{FIRST_EVENING}"
         foot += (f'<tr><th scope="row">A first evening: {pages}</th>'
                  f"<td>{hours(start + sum(r.minutes for r in first))}</td>"
                  f"<td>{hours(sum(m for r in first for _, m in r.deeper))}</td>"
-                 f"<td>{hours(start + sum(r.minutes + r.practice for r in first))}</td></tr>")
+                 f"<td>{hours(start + sum(r.minutes + r.practice for r in first))}</td>"
+                 f"<td>{hours(start + sum(r.minutes + r.essential for r in first))}</td></tr>")
     return (f'<table class="table {PATH_CLASS}-table">\n<caption>{caption}</caption>\n'
             f"<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) +
             f"\n</tbody>\n<tfoot>{foot}</tfoot>\n</table>")
@@ -539,5 +564,6 @@ def setup(app: Any) -> dict[str, Any]:
 
 
 __all__ = ["PageTimes", "PathRow", "ReadingPath", "ReadingTime", "TimedSection", "add_lines", "count_words",
+           "essential_minutes",
            "hours", "minutes", "page_line", "page_times", "path_table", "practice_seconds", "reading_path",
            "section_line"]

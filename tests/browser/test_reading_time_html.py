@@ -1,9 +1,10 @@
 """Every chapter page of the built book shows its reading times (book/_ext/reading_time.py).
 
 Read from the built HTML (no browser): under the title of each chapter page of the toc, one line for the
-page; under each ``##`` heading but Exercises and the quiz, one line for the section; none inside a
-heading, none elsewhere. The page total is rounded once, the sections each on their own, so the total
-lies between the sum of the sections' minutes less one a section and that sum plus the introduction's
+page; under each ``##`` heading but Exercises and the quiz that takes at least
+``SECTION_LINE_MINUTES``, one line for the section; none inside a heading, none elsewhere. The page total
+is rounded once, the sections each on their own, so the total lies between the sum of the sections'
+minutes less one a section and that sum plus the short sections' at most and the introduction's
 minutes. The counting rules themselves are tested in tests/test_reading_time.py.
 """
 
@@ -70,7 +71,7 @@ def test_every_chapter_page_shows_its_reading_times(html_dir: Path, toc_pages: l
         total = PAGE_LINE.fullmatch(page_line.get_text(strip=True))
         assert total, f"{rel}: {page_line.get_text(strip=True)!r}"
 
-        minutes, titles = [], []
+        minutes, titles, short = [], [], 0
         for section in page.find_all("section", recursive=False):
             h2 = section.find("h2", recursive=False)
             assert h2 is not None, f"{rel}: a section without an h2"
@@ -80,19 +81,23 @@ def test_every_chapter_page_shows_its_reading_times(html_dir: Path, toc_pages: l
             if title in rt.UNTIMED_SECTIONS:
                 assert line is None, f"{rel}: {title!r} has a reading time"
                 continue
-            assert line is not None, f"{rel}: {title!r} has no reading time"
+            if line is None:  # a section under SECTION_LINE_MINUTES: no line, at most that less one
+                short += 1
+                continue
             found = SECTION_LINE.fullmatch(line.get_text(strip=True))
             assert found, f"{rel}, {title!r}: {line.get_text(strip=True)!r}"
+            assert int(found.group(1)) >= rt.SECTION_LINE_MINUTES, f"{rel}, {title!r}: a line, yet short"
             minutes.append(int(found.group(1)))
 
-        assert minutes, f"{rel}: no timed section"
+        assert minutes, f"{rel}: no section long enough for a line"
         lines = soup.select(".reading-time")
         assert len(lines) == len(minutes) + 1, f"{rel}: {len(lines)} lines for {len(minutes)} sections"
         assert not soup.select("h1 .reading-time, h2 .reading-time, h3 .reading-time, h4 .reading-time")
         assert bool(total.group(2)) == ("Exercises" in titles), f"{rel}: 'plus exercises' iff it has them"
         page_minutes = int(total.group(1))
         intro = rt.minutes(_intro_words(page))
-        assert sum(minutes) - len(minutes) <= page_minutes <= sum(minutes) + intro, (
+        most = sum(minutes) + short * (rt.SECTION_LINE_MINUTES - 1) + intro
+        assert sum(minutes) - len(minutes) <= page_minutes <= most, (
             f"{rel}: the page says {page_minutes} min, its sections {minutes}, its introduction <= {intro}")
 
 
@@ -140,9 +145,18 @@ def test_the_introduction_lists_every_chapters_minutes_as_its_page_shows_them(
             deep += int(m)
     foot = [[c.get_text() for c in tr.find_all(["th", "td"])] for tr in table.tfoot.find_all("tr")]
     assert foot[0][1:3] == [rt.hours(core), rt.hours(deep)]
-    with_practice = [_said_minutes(r.find_all("td")[-1].get_text()) for r in rows]
+    with_practice = [_said_minutes(r.find_all("td")[-2].get_text()) for r in rows]
     assert all(p > shown(c) for p, c in zip(with_practice, chapters, strict=True)), "exercises add time"
     assert foot[0][3] == rt.hours(start + sum(with_practice))
+    # the last column: the core and each chapter's essential exercise, at the minutes its tag line states
+    essential = [_said_minutes(r.find_all("td")[-1].get_text()) - shown(c)
+                 for r, c in zip(rows, chapters, strict=True)]
+    stated = []
+    for chapter in chapters:
+        soup = BeautifulSoup((html_dir / chapter).read_text(encoding="utf-8"), "html.parser")
+        stated.append(sum(int(m) for m in rt.ESSENTIAL_TAG.findall(soup.get_text(" "))))
+    assert essential == stated and all(stated), f"essential minutes {essential}, the tag lines say {stated}"
+    assert foot[0][4] == rt.hours(core + sum(essential))
     first = start + sum(shown(c) for c in chapters[:rt.FIRST_EVENING])
     assert foot[1][0] == f"A first evening: start here and chapters 1–{rt.FIRST_EVENING}"
     assert foot[1][1] == rt.hours(first)
