@@ -17,6 +17,7 @@ measured from any model.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,8 +111,10 @@ class HandFeatures:
             align=("right", "left", "left"),
         )
 
-    def table(self, which: str, decimals: int = 2) -> Table:
+    def table(self, which: str, decimals: int = 2, *, words: Sequence[str] | None = None) -> Table:
         """``Q``, ``K`` or ``V`` as a table: one row per token, one column per named feature.
+
+        ``words`` keeps only those tokens' rows, in the order given (by default every token).
 
         Returns a :class:`attnlib._table.Table`: the fixed-width text when printed, an HTML table
         (caption, header row) in Jupyter and the book.
@@ -119,7 +122,8 @@ class HandFeatures:
         Raises
         ------
         ValueError
-            ``which`` is not ``"Q"``, ``"K"`` or ``"V"``.
+            ``which`` is not ``"Q"``, ``"K"`` or ``"V"``, or ``words`` names a token that is not in
+            the sentence.
 
         Examples
         --------
@@ -128,16 +132,20 @@ class HandFeatures:
         """
         if which not in ("Q", "K", "V"):
             raise ValueError(f"which must be 'Q', 'K' or 'V'; got {which!r}")
-        matrix = getattr(self, which)  # (n, d_k)
+        tokens = tuple(self.tokens) if words is None else tuple(words)
+        missing = [w for w in tokens if w not in self.tokens]
+        if missing:
+            raise ValueError(f"words {missing!r} are not tokens of the sentence {self.tokens!r}")
+        matrix = getattr(self, which)[[self.tokens.index(w) for w in tokens]]  # (len(tokens), d_k)
         cells = [[f"{float(x):.{decimals}f}".replace("-0.00", "0.00") for x in row] for row in matrix]
         cols = self.feature_names
         widths = [max(len(cols[c]), *(len(row[c]) for row in cells)) for c in range(len(cols))]
-        label_w = max(len(t) for t in self.tokens)
+        label_w = max(len(t) for t in tokens)
         out = [" " * label_w + "".join(f"  {h:>{w}}" for h, w in zip(cols, widths, strict=True))]
-        for tok, row in zip(self.tokens, cells, strict=True):
+        for tok, row in zip(tokens, cells, strict=True):
             out.append(f"{tok:<{label_w}}" + "".join(f"  {x:>{w}}" for x, w in zip(row, widths, strict=True)))
         return Table("\n".join(out), columns=("word", *cols),
-                     rows=[(tok, *row) for tok, row in zip(self.tokens, cells, strict=True)],
+                     rows=[(tok, *row) for tok, row in zip(tokens, cells, strict=True)],
                      caption=_TABLE_CAPTIONS[which], align=("left",) + ("right",) * len(cols))
 
 

@@ -546,8 +546,7 @@ def check(label: str, answer: Any) -> Feedback:
     --------
     >>> check("worked-ex-mat:scores", ...)  # doctest: +NORMALIZE_WHITESPACE
     … Not answered yet
-    Replace ... with your answer: 5 numbers: the raw scores q_mat · k for the keys The, cat, sat,
-    on, mat (the whole 5-row matrix is accepted too). It is checked to 3 decimals (within 0.0005).
+    Replace ... with your answer and run this cell; it is checked to 3 decimals (within 0.0005).
     >>> check("worked-ex-mat:scores", [0, 0, 0, 0, 0]).correct
     False
     >>> from attnlib.examples import cat_sat_on_mat
@@ -560,7 +559,7 @@ def check(label: str, answer: Any) -> Feedback:
     ex = exercise(label)
     if answer is ...:
         return Feedback(label, "unanswered",
-                        f"Replace ... with your answer: {ex.answer_form} It is checked {ex.tolerance}.")
+                        f"Replace ... with your answer and run this cell; it is checked {ex.tolerance}.")
     try:
         arr = _as_array(answer, ex)
         if ex.kind == "mask":

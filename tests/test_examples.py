@@ -137,3 +137,9 @@ def test_feature_tables_print_as_before_and_display_as_html_tables():
                                                                       for t in words.tokens]
     assert html.count('class="num"') == words.n * words.d_k + words.d_k  # every entry and its header
     assert "offers" in K.caption and "looks for" in words.table("Q").caption
+    few = words.table("Q", words=["it", "animal"])  # a few rows, in the order asked
+    assert [line.split()[0] for line in few.splitlines()[1:]] == ["it", "animal"]
+    it_row = words.Q[words.tokens.index("it")]
+    assert few.splitlines()[1].split()[1:] == [f"{x:.2f}".replace("-0.00", "0.00") for x in it_row]
+    with pytest.raises(ValueError, match=r"words \['dog'\] are not tokens"):
+        words.table("K", words=["dog"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import replace
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -454,7 +455,8 @@ def test_bad_answers_get_a_message(label, name, answer, words):
 def test_unanswered_and_nan_and_shape(label):
     ex = exercise(label)
     fb = check(label, ...)
-    assert fb.status == "unanswered" and ex.answer_form in fb.message and ex.tolerance in fb.message
+    assert fb.status == "unanswered" and ex.tolerance in fb.message
+    assert ex.answer_form not in fb.message, "what to enter is the check cell's comment, not said twice"
     ref = np.asarray(ex.reference())
     if ex.kind == "mask":
         bad = np.full(ref.shape, np.nan)
@@ -535,9 +537,27 @@ def test_feedback_display_is_deterministic_and_short():
 def test_unanswered_text_is_what_chapters_store():
     assert str(check("worked-ex-mat:weights", ...)) == (
         "… Not answered yet\n"
-        "Replace ... with your answer: 5 numbers: the weights of 'mat' on The, cat, sat, on, mat (the whole "
-        "5-row matrix is accepted too). It is checked to 3 decimals (within 0.0005)."
+        "Replace ... with your answer and run this cell; it is checked to 3 decimals (within 0.0005)."
     )
+
+
+def test_every_check_cell_says_what_to_enter_in_its_comment():
+    """The unanswered message leaves out what to enter: each check cell's ``answer = ...  # ...`` comment
+    says it, in the exercise's own words (its ``answer_form``)."""
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    cells = 0
+    for path in sorted((root / "book").glob("0*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            for label in re.findall(r'check\("([^"]+)", answer\)', source):
+                cells += 1
+                call = re.escape(f'check("{label}", answer)')
+                said = re.search(r"answer = \.\.\.\s*# (.*)\n" + call, source)
+                assert said, f"{path.name}: the check cell of {label} says nothing of what to enter"
+                assert said.group(1).strip() == exercise(label).answer_form.strip(), (path.name, label)
+    assert cells >= 20, f"only {cells} check cells found"
 
 
 def test_markdown_escapes_markup():

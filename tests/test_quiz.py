@@ -107,36 +107,34 @@ def _() -> Verified:
                     correct=letters([np.allclose(c, out[it]) for c in candidates]))
 
 
-@verifies("01_why_attention", "bottleneck")
+@verifies("01_why_attention", "caption-summary")
 def _() -> Verified:
     rng = np.random.default_rng(RNG_SEED)
-    d_in, d_s, n = 4, 16, 500
+    d_in, d_s, n = 8, 512, 196  # n patches in, a state of d_s numbers
     W_x = rng.normal(size=(d_in, d_s))
     W_s = rng.normal(size=(d_s, d_s)) / np.sqrt(d_s)
     states = attnlib.baselines.rnn_states(rng.normal(size=(n, d_in)), W_x, W_s)  # (n, d_s)
-    last = states[-1].size  # what the basic decoder receives
+    basic, attending = states[-1].size, states.size  # the last state; every state
+    options = [(basic, attending), (attending, attending), (basic, basic), (n, basic)]
     return Verified(
-        numbers={**given(d_in, n), "16": last, "8000": states.size, "2000": n * d_in},
-        correct=letters([x == last for x in (d_s, n, states.size, n * d_in)]),
+        numbers={**given(n, d_s), "100352": attending},
+        correct=letters([o == (d_s, n * d_s) for o in options]),
     )
 
 
-@verifies("01_why_attention", "path-length")
+@verifies("01_why_attention", "near-and-far")
 def _() -> Verified:
-    b = attnlib.baselines
-    n, src, dst = 1024, 100, 900
-    # a recurrence over tokens src..dst: its path counts src's own update too, so one less is "more updates"
-    more = b.max_path_length(dst - src + 1, "recurrent") - 1
-    hops = b.max_path_length(n, "attention")
-    # the one hop does not guarantee weight: with src's score tied with the other keys, it gets 1/n
-    tied = attnlib.softmax(np.zeros(n))[src]
-    assert hops == 1 and tied < 0.5
-    words = attnlib.features.animal_street()
-    gap = words.tokens.index("it") - words.tokens.index("animal")  # the chapter's example
-    options = [(more, hops, False), (n, hops, False), (more, hops, True), (more, more, False)]
+    n, query, far, near, lead = 1000, 900, 100, 890, 5
+    s = np.zeros(n)  # the scores of the query of token `query`: every other key 0 ...
+    s[[far, near]] = lead  # ... and the two names `lead` higher
+    w = attnlib.softmax(s)
+    others = np.delete(w, [far, near]).sum()
+    equal = bool(np.isclose(w[far], w[near]))
     return Verified(
-        numbers={**given(n, src, dst), "800": more, "1": hops, "101": src + 1, "6": gap, "1023": n - 1},
-        correct=letters([o == (dst - src, 1, False) for o in options]),
+        numbers={**given(n, query, far, near, lead, 0, 2), "0.11": w[far], "0.50": 0.5, "0.77": others,
+                 "998": n - 2, "10": query - near, "800": query - far},
+        correct=letters([equal and round(w[far], 2) == 0.11, w[near] > w[far],
+                         equal and np.isclose(w[far], 0.5)]),
     )
 
 
