@@ -11,7 +11,7 @@ Three questions, each answered by counting or computing rather than asserting:
   first token's input from the last token's output, in a nonlinear recurrence
   and in one attention layer.
 * :func:`additive_scores` and :func:`score_costs` – the additive score of
-  Bahdanau et al. (2015), ``tanh(q W_q + k W_k) uᵀ``, and the exact operation
+  Bahdanau et al. (2015), ``tanh(q W_1 + k W_2) uᵀ``, and the exact operation
   counts of additive against dot-product scoring.
 
 The recurrent encoder here is a toy: random weights, no training, no gates.
@@ -357,8 +357,8 @@ def path_table(ns: Any) -> str:
 
 
 # --------------------------------------------------------------------------- additive scores
-def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, u: Any) -> np.ndarray:
-    """Additive (Bahdanau) attention scores, ``S_ij = tanh(q_i W_q + k_j W_k) · u``.
+def additive_scores(Q: Any, K: Any, W_1: Any, W_2: Any, u: Any) -> np.ndarray:
+    """Additive (Bahdanau) attention scores, ``S_ij = tanh(q_i W_1 + k_j W_2) · u``.
 
     The score of Bahdanau et al. (2015), ``v_aᵀ tanh(W_a s_{i-1} + U_a h_j)``
     with the decoder state ``s_{i-1}`` as query, the encoder state ``h_j``
@@ -374,8 +374,8 @@ def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, u: Any) -> np.ndarray:
         Queries (in Bahdanau et al., decoder states).
     K : (n_k, d_k) array_like
         Keys (encoder states).
-    W_q : (d_q, d_a) array_like
-    W_k : (d_k, d_a) array_like
+    W_1 : (d_q, d_a) array_like
+    W_2 : (d_k, d_a) array_like
     u : (d_a,) array_like
 
     Returns
@@ -398,28 +398,28 @@ def additive_scores(Q: Any, K: Any, W_q: Any, W_k: Any, u: Any) -> np.ndarray:
     """
     Q = _matrix(Q, "Q", "n_q", "d_q")
     K = _matrix(K, "K", "n_k", "d_k")
-    W_q = _matrix(W_q, "W_q", "d_q", "d_a")
-    W_k = _matrix(W_k, "W_k", "d_k", "d_a")
+    W_1 = _matrix(W_1, "W_1", "d_q", "d_a")
+    W_2 = _matrix(W_2, "W_2", "d_k", "d_a")
     u = _v.as_float_array(u, "u")
-    if W_q.shape[0] != Q.shape[1]:
+    if W_1.shape[0] != Q.shape[1]:
         raise ValueError(
-            f"W_q has {W_q.shape[0]} rows but Q has d_q={Q.shape[1]} (Q {Q.shape}, W_q {W_q.shape})"
+            f"W_1 has {W_1.shape[0]} rows but Q has d_q={Q.shape[1]} (Q {Q.shape}, W_1 {W_1.shape})"
         )
-    if W_k.shape[0] != K.shape[1]:
+    if W_2.shape[0] != K.shape[1]:
         raise ValueError(
-            f"W_k has {W_k.shape[0]} rows but K has d_k={K.shape[1]} (K {K.shape}, W_k {W_k.shape})"
+            f"W_2 has {W_2.shape[0]} rows but K has d_k={K.shape[1]} (K {K.shape}, W_2 {W_2.shape})"
         )
-    if W_k.shape[1] != W_q.shape[1]:
+    if W_2.shape[1] != W_1.shape[1]:
         raise ValueError(
-            f"W_k has d_a={W_k.shape[1]} columns but W_q has d_a={W_q.shape[1]} "
-            f"(W_q {W_q.shape}, W_k {W_k.shape})"
+            f"W_2 has d_a={W_2.shape[1]} columns but W_1 has d_a={W_1.shape[1]} "
+            f"(W_1 {W_1.shape}, W_2 {W_2.shape})"
         )
-    if u.shape != (W_q.shape[1],):
+    if u.shape != (W_1.shape[1],):
         raise ValueError(
-            f"u must have shape (d_a,) = ({W_q.shape[1]},) to match W_q {W_q.shape}; got {u.shape}"
+            f"u must have shape (d_a,) = ({W_1.shape[1]},) to match W_1 {W_1.shape}; got {u.shape}"
         )
-    PQ = Q @ W_q  # (n_q, d_q) @ (d_q, d_a) -> (n_q, d_a), once per query
-    PK = K @ W_k  # (n_k, d_k) @ (d_k, d_a) -> (n_k, d_a), once per key
+    PQ = Q @ W_1  # (n_q, d_q) @ (d_q, d_a) -> (n_q, d_a), once per query
+    PK = K @ W_2  # (n_k, d_k) @ (d_k, d_a) -> (n_k, d_a), once per key
     hidden = np.tanh(PQ[:, None, :] + PK[None, :, :])  # (n_q, n_k, d_a): one per pair
     return hidden @ u  # (n_q, n_k, d_a) @ (d_a,) -> (n_q, n_k)
 
@@ -492,16 +492,16 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> ScoreCosts:
     The convention is that of :func:`attnlib.counts.flop_counts`: a dot
     product of length ``L`` is ``L`` multiplies and ``L − 1`` adds.
 
-    **Additive**, ``S_ij = tanh(q_i W_q + k_j W_k) · u`` with queries and keys
+    **Additive**, ``S_ij = tanh(q_i W_1 + k_j W_2) · u`` with queries and keys
     of width ``d_k`` and a hidden width ``d_a``, computed the economical way:
     project every query and every key once, then combine pairs.
 
     ============ ==================================== ================================================
     part         computes                              operations
     ============ ==================================== ================================================
-    project Q    ``Q W_q``, ``(n_q, d_a)``             ``n_q·d_a·d_k`` multiplies, ``n_q·d_a·(d_k−1)`` adds
-    project K    ``K W_k``, ``(n_k, d_a)``             ``n_k·d_a·d_k`` multiplies, ``n_k·d_a·(d_k−1)`` adds
-    combine      ``q_i W_q + k_j W_k`` for every pair  ``n_q·n_k·d_a`` adds
+    project Q    ``Q W_1``, ``(n_q, d_a)``             ``n_q·d_a·d_k`` multiplies, ``n_q·d_a·(d_k−1)`` adds
+    project K    ``K W_2``, ``(n_k, d_a)``             ``n_k·d_a·d_k`` multiplies, ``n_k·d_a·(d_k−1)`` adds
+    combine      ``q_i W_1 + k_j W_2`` for every pair  ``n_q·n_k·d_a`` adds
     tanh         of the ``(n_q, n_k, d_a)`` array      ``n_q·n_k·d_a`` tanhs
     read out     ``· u`` for every pair                ``n_q·n_k·d_a`` multiplies, ``n_q·n_k·(d_a−1)`` adds
     ============ ==================================== ================================================

@@ -154,14 +154,14 @@ def test_path_table_rows() -> None:
 
 
 # --------------------------------------------------------------------------- 4. additive scores
-def _naive_additive(Q, K, W_q, W_k, u):
+def _naive_additive(Q, K, W_1, W_2, u):
     S = np.zeros((len(Q), len(K)))
     for i in range(len(Q)):
         for j in range(len(K)):
             total = 0.0
             for a in range(len(u)):
-                pre = sum(Q[i][c] * W_q[c][a] for c in range(len(Q[0])))
-                pre += sum(K[j][c] * W_k[c][a] for c in range(len(K[0])))
+                pre = sum(Q[i][c] * W_1[c][a] for c in range(len(Q[0])))
+                pre += sum(K[j][c] * W_2[c][a] for c in range(len(K[0])))
                 total += u[a] * math.tanh(pre)
             S[i, j] = total
     return S
@@ -173,10 +173,10 @@ def _naive_additive(Q, K, W_q, W_k, u):
 def test_additive_scores_match_a_loop(n_q: int, n_k: int, d_q: int, d_k: int, d_a: int) -> None:
     rng = np.random.default_rng(n_q * 100 + n_k * 10 + d_a)
     Q, K = rng.normal(size=(n_q, d_q)), rng.normal(size=(n_k, d_k))
-    W_q, W_k, u = rng.normal(size=(d_q, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
-    S = additive_scores(Q, K, W_q, W_k, u)
+    W_1, W_2, u = rng.normal(size=(d_q, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
+    S = additive_scores(Q, K, W_1, W_2, u)
     assert S.shape == (n_q, n_k)
-    np.testing.assert_allclose(S, _naive_additive(Q, K, W_q, W_k, u), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(S, _naive_additive(Q, K, W_1, W_2, u), rtol=1e-12, atol=1e-12)
 
 
 def test_additive_scores_are_bounded_by_the_norm_of_u() -> None:
@@ -188,7 +188,7 @@ def test_additive_scores_are_bounded_by_the_norm_of_u() -> None:
 
 
 # --------------------------------------------------------------------------- 5. costs, counted
-def _counted_scores(Q, K, W_q, W_k, u):
+def _counted_scores(Q, K, W_1, W_2, u):
     """Additive and dot-product scores in pure Python, counting every operation."""
     additive, dot = Counter(), Counter()
 
@@ -202,8 +202,8 @@ def _counted_scores(Q, K, W_q, W_k, u):
         return acc
 
     cols = lambda W: [list(c) for c in zip(*W, strict=True)]  # noqa: E731
-    PQ = [[dot_product(q, c, additive) for c in cols(W_q)] for q in Q]
-    PK = [[dot_product(k, c, additive) for c in cols(W_k)] for k in K]
+    PQ = [[dot_product(q, c, additive) for c in cols(W_1)] for q in Q]
+    PK = [[dot_product(k, c, additive) for c in cols(W_2)] for k in K]
     S_add = []
     for pq in PQ:
         row = []
@@ -225,9 +225,9 @@ def _counted_scores(Q, K, W_q, W_k, u):
 def test_score_costs_equal_a_brute_force_count(n_q: int, n_k: int, d_k: int, d_a: int) -> None:
     rng = np.random.default_rng(0)
     Q, K = rng.normal(size=(n_q, d_k)), rng.normal(size=(n_k, d_k))
-    W_q, W_k, u = rng.normal(size=(d_k, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
-    S_add, S_dot, c_add, c_dot = _counted_scores(Q.tolist(), K.tolist(), W_q.tolist(), W_k.tolist(), u)
-    np.testing.assert_allclose(S_add, additive_scores(Q, K, W_q, W_k, u), rtol=1e-12, atol=1e-12)
+    W_1, W_2, u = rng.normal(size=(d_k, d_a)), rng.normal(size=(d_k, d_a)), rng.normal(size=d_a)
+    S_add, S_dot, c_add, c_dot = _counted_scores(Q.tolist(), K.tolist(), W_1.tolist(), W_2.tolist(), u)
+    np.testing.assert_allclose(S_add, additive_scores(Q, K, W_1, W_2, u), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(S_dot, Q @ K.T, rtol=1e-12, atol=1e-12)
     costs = score_costs(n_q, n_k, d_k, d_a)
     assert isinstance(costs, ScoreCosts)
@@ -317,7 +317,7 @@ def test_path_table_bad_inputs() -> None:
 def _additive_args(**override):
     rng = np.random.default_rng(5)
     args = {"Q": rng.normal(size=(2, 3)), "K": rng.normal(size=(4, 5)),
-            "W_q": rng.normal(size=(3, 6)), "W_k": rng.normal(size=(5, 6)), "u": rng.normal(size=6)}
+            "W_1": rng.normal(size=(3, 6)), "W_2": rng.normal(size=(5, 6)), "u": rng.normal(size=6)}
     return {**args, **override}
 
 
@@ -325,12 +325,12 @@ def _additive_args(**override):
     ("override", "error", "match"),
     [
         ({"Q": np.ones(3)}, ValueError, r"Q must be a 2-D array of shape \(n_q, d_q\)"),
-        ({"W_q": np.ones((2, 6))}, ValueError,
-         r"W_q has 2 rows but Q has d_q=3 \(Q \(2, 3\), W_q \(2, 6\)\)"),
-        ({"W_k": np.ones((3, 6))}, ValueError, r"W_k has 3 rows but K has d_k=5"),
-        ({"W_k": np.ones((5, 7))}, ValueError, r"W_k has d_a=7 columns but W_q has d_a=6"),
+        ({"W_1": np.ones((2, 6))}, ValueError,
+         r"W_1 has 2 rows but Q has d_q=3 \(Q \(2, 3\), W_1 \(2, 6\)\)"),
+        ({"W_2": np.ones((3, 6))}, ValueError, r"W_2 has 3 rows but K has d_k=5"),
+        ({"W_2": np.ones((5, 7))}, ValueError, r"W_2 has d_a=7 columns but W_1 has d_a=6"),
         ({"u": np.ones(5)}, ValueError,
-         r"u must have shape \(d_a,\) = \(6,\) to match W_q \(3, 6\); got \(5,\)"),
+         r"u must have shape \(d_a,\) = \(6,\) to match W_1 \(3, 6\); got \(5,\)"),
         ({"u": np.ones((6, 1))}, ValueError, r"u must have shape \(d_a,\)"),
         ({"K": np.array([[np.inf] * 5])}, ValueError, r"K must be finite"),
         ({"Q": np.ones((2, 3), dtype=complex)}, TypeError, r"Q must hold real numbers, not complex"),

@@ -543,7 +543,8 @@ def test_unanswered_text_is_what_chapters_store():
 
 def test_every_check_cell_says_what_to_enter_in_its_comment():
     """The unanswered message leaves out what to enter: each check cell's ``answer = ...  # ...`` comment
-    says it, in the exercise's own words (its ``answer_form``)."""
+    says it, in the exercise's own words (its ``answer_form``); the book's pages show the cell without
+    that message (tag ``remove-output``), the notebooks keep it."""
     import json
 
     root = Path(__file__).resolve().parents[1]
@@ -557,6 +558,9 @@ def test_every_check_cell_says_what_to_enter_in_its_comment():
                 said = re.search(r"answer = \.\.\.\s*# (.*)\n" + call, source)
                 assert said, f"{path.name}: the check cell of {label} says nothing of what to enter"
                 assert said.group(1).strip() == exercise(label).answer_form.strip(), (path.name, label)
+                # its stored "Not answered yet" is for a learner in a notebook; a page has no kernel to run it
+                assert "remove-output" in cell["metadata"].get("tags", []), (
+                    f"{path.name}: the check cell of {label} shows its unanswered output on the page")
     assert cells >= 20, f"only {cells} check cells found"
 
 

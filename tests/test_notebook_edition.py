@@ -431,7 +431,7 @@ def test_figures_are_numbered_under_their_images_as_on_the_page(built, name):
 
 def test_figure_references_read_as_the_figures_are_numbered(built):
     text = _markdown(built["04_scaling.ipynb"])
-    assert "In Figure 4.1, under $1/d_k$" in text
+    assert "at $T = 2$ (Figure 4.1)" in text
     # a going-deeper page refers to its chapter's figures by the chapter's numbers
     assert "the top panel of Figure 4.1." in _markdown(built["04a_scaling_deeper.ipynb"])
 

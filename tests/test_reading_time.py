@@ -403,9 +403,9 @@ def test_the_path_table_adds_each_chapters_essential_exercise_in_the_last_column
 
 def test_the_essential_exercise_is_timed_by_its_own_tag_line() -> None:
     doc = _doctree(f"# A chapter\n\n{_words(50)}\n\n## Exercises\n\n"
-                   "*Level 1, by hand · objective 1.1 · about 25 min · essential*\n\n"
-                   "*Level 2, code · objective 1.2 · about 15 min*\n\n"
-                   "*Level 3, derive or explain · objective 1.2 · about 30 min · challenge*\n")
+                   "*Level 1, by hand · objective 1 · about 25 min · essential*\n\n"
+                   "*Level 2, code · objective 2 · about 15 min*\n\n"
+                   "*Level 3, derive or explain · objective 2 · about 30 min · challenge*\n")
     times = rt.page_times(doc)
     assert times is not None and times.essential == 25, "only the essential one, at its own minutes"
     assert rt.page_times(_doctree(f"# Deeper\n\n{_words(10)}\n")).essential == 0

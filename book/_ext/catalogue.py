@@ -2,16 +2,17 @@
 
 Every exercise of a chapter opens with one line that says what it asks and how long it takes::
 
-    *Level 2, code · objective 4.3 · about 15 min*
+    *Level 2, code · objective 3 · about 15 min*
 
 (level 1 is a computation by hand, 2 a change to the code, 3 a derivation or an explanation; the
-objective is item 3 of chapter 3's numbered "Learning objectives"). The level says what kind of work
+objective is item 3 of the chapter's own numbered "Learning objectives", which the catalogue and the
+course plans call objective 4.3 in chapter 4). The level says what kind of work
 an exercise is, not how hard: an exercise beyond the chapter's core, for strong students or projects,
-ends its line with ``· challenge`` (``*Level 3, derive or explain · objective 3.5 · about 20 min ·
+ends its line with ``· challenge`` (``*Level 3, derive or explain · objective 5 · about 20 min ·
 challenge*``), and every other exercise is *core*, within reach of the book's learner after the
 chapter's core. Challenge exercises come last in their chapter. One core exercise of each chapter, the
 one to do if a learner does only one, ends its line with ``· essential`` instead (``*Level 1, by hand ·
-objective 3.2 · about 15 min · essential*``); an exercise is never both. An exercise with a computable
+objective 2 · about 15 min · essential*``); an exercise is never both. An exercise with a computable
 answer is followed, before its solution, by one cell per answer that the learner runs::
 
     answer = ...  # <what to submit>
@@ -47,7 +48,7 @@ BOOK = Path(__file__).resolve().parent.parent
 CHALLENGE = "challenge"  # the word that ends the tag line of an exercise beyond the chapter's core
 ESSENTIAL = "essential"  # the word that ends the tag line of the one core exercise to do first
 TAG = re.compile(r"^\*Level ([123]), (by hand|code|derive or explain) · "
-                 r"objective (\d+)\.(\d+) · about (\d+) min(?: · (" + CHALLENGE + "|" + ESSENTIAL + r"))?\*$")
+                 r"objective (\d+) · about (\d+) min(?: · (" + CHALLENGE + "|" + ESSENTIAL + r"))?\*$")
 KINDS = {1: "by hand", 2: "code", 3: "derive or explain"}
 EXERCISE = re.compile(r"^:::\{exercise\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label:\s*(\S+)\s*\n(.*?)^:::",
                       re.M | re.S)
@@ -142,9 +143,9 @@ def read_chapter(path: Path | str) -> Chapter:
 def apply_tag(ex: Exercise) -> Exercise:
     """Fill in the level, kind, objective, minutes and pitch of ``ex`` from its tag line, when it parses."""
     if t := TAG.match(ex.first_line):
-        ex.level, ex.kind, ex.minutes = int(t[1]), t[2], int(t[5])
-        ex.objective = (int(t[3]), int(t[4]))
-        ex.challenge, ex.essential = t[6] == CHALLENGE, t[6] == ESSENTIAL
+        ex.level, ex.kind, ex.minutes = int(t[1]), t[2], int(t[4])
+        ex.objective = (ex.chapter, int(t[3]))  # an exercise serves an objective of its own chapter
+        ex.challenge, ex.essential = t[5] == CHALLENGE, t[5] == ESSENTIAL
     return ex
 
 
@@ -159,7 +160,7 @@ def tag_problems(chapter: Chapter) -> list[str]:
     for ex in chapter.exercises:
         if ex.level is None:
             problems.append(f"{ex.label}: first line {ex.first_line!r} is not "
-                            "'*Level L, kind · objective N.k · about M min*' (or '... min · challenge*', "
+                            "'*Level L, kind · objective k · about M min*' (or '... min · challenge*', "
                             "'... min · essential*')")
             continue
         if ex.kind != KINDS[ex.level]:
@@ -169,7 +170,7 @@ def tag_problems(chapter: Chapter) -> list[str]:
             continue
         n, k = ex.objective
         if n != chapter.number or not 1 <= k <= len(chapter.objectives):
-            problems.append(f"{ex.label}: objective {n}.{k} is not one of chapter {chapter.number}'s "
+            problems.append(f"{ex.label}: objective {k} is not one of chapter {chapter.number}'s "
                             f"{len(chapter.objectives)}")
     return problems
 

@@ -3,7 +3,8 @@ none at all when it is not (Jupyter Book would otherwise point them at its own r
 
 The book of ``make build`` is built as configured (``book_repository_url: ""`` in ``_config.yml``);
 the second case builds a copy of the
-book with it set, with execution off (the stored outputs are enough to check links), in about 10 s.
+front pages and the chapters with it set, with execution off (the stored outputs are enough to check
+links).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
@@ -39,13 +41,18 @@ def test_no_launch_button_and_no_foreign_repository_without_a_url(
 def built_with_url(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("launch")
     shutil.copytree(REPO_ROOT / "book", root / "book", ignore=shutil.ignore_patterns("_build", ".*"))
-    shutil.copy(REPO_ROOT / "_toc.yml", root)
+    # Only the pages whose launch buttons are checked: the front pages and every chapter page. Links to the
+    # pages left out (glossary, bibliography, API) only warn, so the build runs without -W; the book's own
+    # build (make build) is the one that turns every warning into an error.
+    pages = ["book/notation", *(f"book/{chapter}" for chapter in CHAPTERS)]
+    toc = {"format": "jb-book", "root": "book/intro", "chapters": [{"file": page} for page in pages]}
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf-8")
     config = (REPO_ROOT / "_config.yml").read_text(encoding="utf-8")
     assert "execute_notebooks: force" in config
     (root / "_config.yml").write_text(config.replace("execute_notebooks: force", 'execute_notebooks: "off"'))
     env = {**os.environ, launch.URL_VARIABLE: REPO, launch.BRANCH_VARIABLE: "stable"}
     jb = Path(sys.executable).with_name("jupyter-book")
-    run = subprocess.run([str(jb), "build", ".", "-W", "-n", "--keep-going"], cwd=root, env=env,
+    run = subprocess.run([str(jb), "build", ".", "--keep-going"], cwd=root, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return root / "_build" / "html"
