@@ -349,11 +349,13 @@ def _() -> Verified:
     fast = attnlib.scaled_dot_product_attention(Q, K, V)
     four_lines = attnlib.softmax(Q @ K.T * scale) @ V
     diff = np.abs(fast - four_lines).max()
-    assert 0 < diff < 1e-15, "the two agree to rounding, not exactly"
-    # the four lines in the function's order: Q scaled first, the row sums divided out after @ V
-    S = (Q * scale) @ K.T
+    assert 0 < diff < 1e-13, "the two agree to rounding, not exactly"
+    # The four lines in the function's order: Q scaled first, the row sums divided out after @ V. Done
+    # with the function's own array shapes (a stack of one matrix, V with a column of ones), the same
+    # BLAS calls on any machine: only then is bit-for-bit equality a property of the order alone.
+    S = np.matmul((Q * scale)[None], K.T[None])
     E = np.exp(S - S.max(axis=-1, keepdims=True))
-    R = E @ np.hstack([V, np.ones((6, 1))])
+    R = np.matmul(E, np.concatenate([V, np.ones((6, 1))], axis=-1)[None])[0]
     reordered = bool((R[:, :-1] / R[:, -1:] == fast).all())
     fast32 = attnlib.scaled_dot_product_attention(*(a.astype(np.float32) for a in (Q, K, V)))
     is_float32 = fast.dtype == np.float32 or np.abs(fast32 - fast).max() < 100 * diff

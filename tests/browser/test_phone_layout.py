@@ -23,10 +23,10 @@ theme's colours.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from print_pdf import READY_JS, SCRIPTS_JS, bounded
@@ -202,9 +202,9 @@ TABLES = "() => {" + CONTRAST_HELPERS + """
 
 def _stored_tables(chapter: str) -> int:
     """How many attnlib tables a chapter's stored outputs hold (each is shown as one HTML table)."""
-    nb = json.loads((REPO_ROOT / "book" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
-    return sum("".join(out.get("data", {}).get("text/html", "")).count('class="attnlib-table"')
-               for cell in nb["cells"] if cell["cell_type"] == "code" for out in cell.get("outputs", []))
+    nb = nbformat.read(REPO_ROOT / "book" / f"{chapter}.ipynb", as_version=4)
+    return sum(out.get("data", {}).get("text/html", "").count('class="attnlib-table"')
+               for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
