@@ -46,7 +46,7 @@ book: build
 	@echo "  file://$(CURDIR)/$(HTML)/index.html"
 
 lint: test-deps
-	$(BIN)/ruff check attnlib tests bench book/_ext
+	$(BIN)/ruff check attnlib tests bench book/press
 
 typecheck: test-deps
 	$(BIN)/mypy
@@ -60,7 +60,7 @@ check: lint typecheck
 
 dist: test-deps
 	rm -rf _build/dist
-	$(BIN)/python -c "import sys; sys.path.insert(0, 'book/_ext'); import attnlib_wheel, pathlib; \
+	$(BIN)/python -c "import pathlib; from press import attnlib_wheel; \
 		print(*attnlib_wheel.build_distributions(pathlib.Path('_build/dist')), sep='\n')"
 	$(BIN)/twine check --strict _build/dist/*
 
@@ -135,17 +135,17 @@ execute: venv
 # The notebook edition is written from the chapters and their stored outputs; it is committed (Colab
 # opens notebooks from the repository) and tests/test_notebook_edition.py fails when it is stale.
 edition: venv
-	$(BIN)/python book/_ext/notebook_edition.py
+	$(BIN)/python -m press.notebook_edition
 
 # The student edition: every chapter without its solutions, as web pages and notebooks, from the
-# stored outputs (book/_ext/student.py).
+# stored outputs (book/press/student.py).
 student: venv
-	$(BIN)/python book/_ext/student.py --out _build/student
+	$(BIN)/python -m press.student --out _build/student
 
 # The PDF: every built page printed by headless Chromium, solutions collected after each chapter's
-# exercises (book.pdf) or left out (book-student.pdf), joined by pypdf (book/_ext/print_pdf.py).
+# exercises (book.pdf) or left out (book-student.pdf), joined by pypdf (book/press/print_pdf.py).
 pdf: have-chromium test-deps build
-	$(BIN)/python book/_ext/print_pdf.py --html $(HTML) --out _build/pdf
+	$(BIN)/python -m press.print_pdf --html $(HTML) --out _build/pdf
 
 have-chromium:
 	@test -x /usr/bin/chromium || { echo "make pdf needs Chromium at /usr/bin/chromium: run apt-get install chromium" >&2; exit 1; }

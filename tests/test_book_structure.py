@@ -11,15 +11,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from press.notebook_edition import is_deeper_page
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-from notebook_edition import is_deeper_page  # noqa: E402  (build tools beside the local Sphinx extensions)
 
 CHAPTERS = sorted(p for p in BOOK.glob("*.ipynb") if not p.name.startswith("."))  # and going-deeper pages
 # A going-deeper page (04a_scaling_deeper.ipynb) follows its chapter (04_scaling.ipynb): material the core

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import colab_env
 import nbformat
 import pytest
 
@@ -46,8 +47,6 @@ EDITION = REPO_ROOT / "book" / "notebooks"
 HELPER = REPO_ROOT / "tests" / "reproducibility" / "colab_env.py"
 VENV = REPO_ROOT / "_build" / "colab-venv"
 TIMINGS = REPO_ROOT / "_build" / "colab-venv.timings.json"  # seconds per notebook, last run
-sys.path.insert(0, str(HELPER.parent))
-import colab_env  # noqa: E402  (a helper script beside nudge.py, not a package)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

@@ -1,15 +1,14 @@
-"""The core path's previous/next links step over going-deeper pages (book/_ext/core_path.py)."""
+"""The core path's previous/next links step over going-deeper pages (book/press/core_path.py)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from press.core_path import core_neighbour
+
 BOOK = Path(__file__).resolve().parents[1] / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-from core_path import core_neighbour  # noqa: E402  (a local Sphinx extension, not a package)
 
 # Sphinx's relations, [parent, previous, next], for a toc like the book's: 01 (with 01a and 01b
 # under it), 02, 03 (with 03a), then the glossary.

@@ -1,4 +1,4 @@
-"""book/_ext/critical_styles.py: each page's bundle split into its first-paint, late and print rules.
+"""book/press/critical_styles.py: each page's bundle split into its first-paint, late and print rules.
 
 The built book is checked in the browser (tests/browser: first paint, page weight, dark mode, explorers
 after their scripts ran); these tests pin the split itself on small pages in ``tmp_path``.
@@ -7,15 +7,14 @@ after their scripts ran); these tests pin the split itself on small pages in ``t
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from press import critical_styles as cs
+from press import lean_pages as lp
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import critical_styles as cs  # noqa: E402  (local Sphinx extensions, not a package)
-import lean_pages as lp  # noqa: E402
 
 PAGE = """<!DOCTYPE html><html data-theme="auto"><head><script>var hint = "inline-made";</script></head>
 <body><div class="x"><p id="y">text</p><ul><li>one</li><li>two</li></ul></div></body></html>"""
@@ -90,7 +89,7 @@ def test_split_critical_links_the_three_sheets(tmp_path: Path) -> None:
         ("critical", False), ("print", True)], links
     sheets = {name: (chapter.parent / href).resolve().read_text(encoding="utf-8")
               for name, href in (("critical", links[0][0]), ("late", links[0][2]), ("print", links[1][0]))}
-    assert sheets["critical"].startswith("/* lean_pages (book/_ext/critical_styles.py): first-paint rules")
+    assert sheets["critical"].startswith("/* lean_pages (book/press/critical_styles.py): first-paint rules")
     assert ".x{a:1}" in sheets["critical"] and ".z{a:5}" in sheets["late"]
     assert "@media print" in sheets["print"]
     assert "style-0123456789ab.css" in search.read_text(encoding="utf-8"), "a page without the loader"

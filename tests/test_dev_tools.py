@@ -48,7 +48,7 @@ def test_the_readme_layout_lists_every_module_and_nothing_gone() -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
     listed = set(re.findall(r"^\s*([\w.-]+\.(?:py|js))\s", layout, re.M))
-    modules = {p.name for folder in ("attnlib", "book/_ext") for p in (REPO_ROOT / folder).rglob("*")
+    modules = {p.name for folder in ("attnlib", "book/press") for p in (REPO_ROOT / folder).rglob("*")
                if p.suffix in {".py", ".js"} and p.name != "__init__.py" and "__pycache__" not in p.parts}
     assert modules - listed == set(), f"modules missing from the README's layout: {sorted(modules - listed)}"
     assert listed - modules == set(), f"the README lists files that are gone: {sorted(listed - modules)}"

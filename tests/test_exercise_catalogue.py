@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -28,11 +27,10 @@ import pytest
 
 from attnlib import check
 from attnlib.exercises import EXERCISES, exercise
+from press import catalogue as cat
+from press.notebook_edition import is_deeper_page
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import catalogue as cat  # noqa: E402  (book/_ext/catalogue.py: the parser the instructors' page uses)
-from notebook_edition import is_deeper_page  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 CHECK_CALL = re.compile(r'\bcheck\(\s*"([\w:-]+)"')

@@ -173,9 +173,8 @@ def test_without_states_each_state_names_its_options() -> None:
 
 
 def test_the_book_moves_the_spec_and_the_other_panels_into_a_script(tmp_path) -> None:
-    """book/_ext/offline_book.py: the page keeps the shown panel; the rest loads with the plot."""
-    sys.path.insert(0, str(EXPLORER_JS.parents[2] / "book" / "_ext"))
-    import offline_book
+    """book/press/offline_book.py: the page keeps the shown panel; the rest loads with the plot."""
+    from press import offline_book
 
     html = _sf().to_html()
     body = f"<p>before</p>{html}<p>after</p>"

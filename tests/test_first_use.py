@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from press.notebook_edition import is_deeper_page
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-from notebook_edition import is_deeper_page  # noqa: E402
 
 # concept, the chapter (file stem) that teaches it, the patterns of its uses (regexes; a space also
 # matches a line break or several spaces)

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from press.notebook_edition import is_deeper_page
+
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "book" / "glossary.md"
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from notebook_edition import is_deeper_page  # noqa: E402  (build tools beside the local Sphinx extensions)
 
 TERM_ROLE = re.compile(r"\{term\}`(?P<text>[^`<]*?)\s*(?:<(?P<target>[^>`]+)>)?`")
 # What a reader does not read as running words: fenced code, display and inline math, code spans, other

@@ -1,4 +1,4 @@
-"""book/_ext/lean_styles.py (the stylesheets: purge, unread custom properties, one bundle) and lean_pages.py
+"""book/press/lean_styles.py (the stylesheets: purge, unread custom properties, one bundle) and lean_pages.py
 (the theme's tab-stop pass, scripts after the first paint, lazy figures).
 
 Each test builds a small ``_static`` tree and pages in ``tmp_path`` and runs the extension's functions on
@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from press import lean_pages as lp
+from press import lean_styles as ls
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import lean_pages as lp  # noqa: E402  (local Sphinx extensions, not a package)
-import lean_styles as ls  # noqa: E402
 
 
 def _write(path: Path, text: str) -> Path:

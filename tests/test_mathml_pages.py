@@ -1,4 +1,4 @@
-"""book/_ext/mathml_pages.py: the book's TeX as MathML that MathML Core draws, and its math font.
+"""book/press/mathml_pages.py: the book's TeX as MathML that MathML Core draws, and its math font.
 
 Conversions run the book's own MathJax (sphinx-mathjax-offline's copy) under Node.js, as the build does;
 a machine without Node.js fails here, as its build would fall back to MathJax in the browser.
@@ -7,14 +7,13 @@ a machine without Node.js fails here, as its build would fall back to MathJax in
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from press import mathml_pages as mp
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import mathml_pages as mp  # noqa: E402  (a local Sphinx extension, not a package)
 
 
 @pytest.fixture(scope="module")

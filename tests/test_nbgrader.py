@@ -37,23 +37,21 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import nbgrader_env
 import pytest
+
+from press import notebook_edition as nbe
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EDITION = REPO_ROOT / "book" / "notebooks"
 HELPERS = REPO_ROOT / "tests" / "reproducibility"
 VENV = REPO_ROOT / "_build" / "nbgrader-venv"
-sys.path.insert(0, str(HELPERS))
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import nbgrader_env  # noqa: E402  (a helper script beside colab_env.py, not a package)
-import notebook_edition as nbe  # noqa: E402  (build tools beside the local Sphinx extensions)
 
 ASSIGNMENT = "attention"  # as in book/instructors.md
 COURSE_ID = ""  # nbgrader's default: the recipe sets no course

@@ -1,4 +1,4 @@
-"""The notebook edition (book/_ext/notebook_edition.py, written to book/notebooks/ by `make edition`).
+"""The notebook edition (book/press/notebook_edition.py, written to book/notebooks/ by `make edition`).
 
 It is committed, because Colab opens notebooks from the repository, so the first test is that it is
 what the generator writes from the chapters now. The others check what a reader outside the book's
@@ -10,7 +10,6 @@ top to bottom in a Colab-like environment is tests/test_colab.py.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,9 +18,9 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from IPython.utils.text import DollarFormatter
 
+from press import notebook_edition as edition
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import notebook_edition as edition  # noqa: E402  (a build tool beside the local Sphinx extensions)
 
 CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))  # with the going-deeper pages
 WITH_EXERCISES = [name for name in CHAPTERS if not edition.is_deeper_page(name)]
@@ -449,7 +448,7 @@ def test_a_figure_without_a_name_keeps_its_caption_unnumbered():
 
 
 def test_two_works_of_the_same_authors_and_year_are_cited_with_letters(built):
-    """As the References page labels them (book/_ext/bibstyle.py): 2023a and 2023b, never two 2023s."""
+    """As the References page labels them (book/press/bibstyle.py): 2023a and 2023b, never two 2023s."""
     text = _markdown(built["07a_complexity_deeper.ipynb"])  # LLaMA 65B and LLaMA-2 70B, both cited there
     assert "[Touvron et al., 2023a]" in text and "[Touvron et al., 2023b]" in text
     assert "[Touvron et al., 2023]" not in text

@@ -5,16 +5,13 @@ If the nudges silently did nothing, the nudged nbval run would pass whatever the
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
+import nudge
 import numpy as np
 import pytest
 from nbclient import NotebookClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "reproducibility"))
-import nudge
 
 
 def test_generator_draws_are_one_ulp_above_the_plain_ones() -> None:

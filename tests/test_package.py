@@ -1,6 +1,6 @@
 """attnlib as a package anyone can install: the wheel and sdist ``python -m build`` makes, checked.
 
-The same function builds them here and in the book's build (``book/_ext/attnlib_wheel.py``, which
+The same function builds them here and in the book's build (``book/press/attnlib_wheel.py``, which
 serves the wheel under ``<html>/attnlib/``); ``tests/browser/test_served_wheel.py`` installs the served
 one into a clean environment and runs a chapter.
 """
@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 import attnlib
+from press import attnlib_wheel
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import attnlib_wheel  # noqa: E402  (a local Sphinx extension)
 
 
 def _tree() -> set[str]:

@@ -29,7 +29,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK_DIR = REPO_ROOT / "book"
 # notebooks: the edition, written from the chapters checked here (tests/test_notebook_edition.py)
-SKIPPED_DIRS = {"_build", ".ipynb_checkpoints", "_ext", "notebooks", "_static"}
+SKIPPED_DIRS = {"_build", ".ipynb_checkpoints", "press", "notebooks", "_static"}
 
 # Two or more decimals, not part of a word or of a longer dotted number (a version, an IP address).
 NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d{2,}(?!\d)(?!\.\d)")

@@ -1,4 +1,4 @@
-"""The self-check quizzes (book/quizzes/*.yml, book/_ext/quiz.py): their rules, their numbers, their HTML.
+"""The self-check quizzes (book/quizzes/*.yml, book/press/quiz.py): their rules, their numbers, their HTML.
 
 * Every chapter has a quiz and every quiz file parses: 3 to 6 questions, each option with an
   explanation, exactly one right option for a ``single`` question.
@@ -34,11 +34,10 @@ import yaml
 
 import attnlib
 from attnlib import softmax
+from press import quiz
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK = REPO_ROOT / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-import quiz  # noqa: E402  (a local Sphinx extension, not a package)
 
 QUIZ_DIR = BOOK / "quizzes"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9][0-9]_*.ipynb"))
@@ -784,16 +783,14 @@ def test_markdown_for_the_notebook_edition(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- the Sphinx directive
 CONF = """
-extensions = ["myst_parser", "quiz"]
-import sys
-sys.path.insert(0, {ext!r})
+extensions = ["myst_parser", "press.quiz"]
 html_theme = "basic"
 """
 
 
 def _sphinx_project(root: Path, quiz_text: str) -> Path:
     (root / "src" / "quizzes").mkdir(parents=True)
-    (root / "src" / "conf.py").write_text(CONF.format(ext=str(BOOK / "_ext")), encoding="utf-8")
+    (root / "src" / "conf.py").write_text(CONF, encoding="utf-8")
     (root / "src" / "index.md").write_text(
         "# Chapter\n\nText.\n\n## Self-check quiz\n\n```{quiz} quizzes/ch.yml\n```\n\n"
         "```{toctree}\nother\n```\n",

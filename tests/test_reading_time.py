@@ -1,4 +1,4 @@
-"""Reading times (book/_ext/reading_time.py): what counts as a word, the rounding, the Exercises, the HTML.
+"""Reading times (book/press/reading_time.py): what counts as a word, the rounding, the Exercises, the HTML.
 
 The counting runs on doctrees parsed from small MyST texts, and on a small Sphinx project built with
 MyST-NB (a real code cell, with its output). The built book's lines are checked after the build, with the
@@ -19,9 +19,9 @@ from docutils import nodes
 from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
 
+from press import reading_time as rt
+
 BOOK = Path(__file__).resolve().parents[1] / "book"
-sys.path.insert(0, str(BOOK / "_ext"))
-import reading_time as rt  # noqa: E402  (a local Sphinx extension, not a package)
 
 
 def _doctree(markdown: str) -> nodes.document:
@@ -221,9 +221,7 @@ def test_add_lines_puts_each_line_after_its_title_never_inside() -> None:
 
 # --------------------------------------------------------------------------- the Sphinx extension
 CONF = """
-import sys
-sys.path.insert(0, {ext!r})
-extensions = ["myst_nb", "reading_time"]
+extensions = ["myst_nb", "press.reading_time"]
 myst_enable_extensions = ["dollarmath"]
 nb_execution_mode = "off"
 reading_time_pages = r"0\\d+[a-z]?_.*"
@@ -254,7 +252,7 @@ def _sphinx(root: Path, builder: str) -> subprocess.CompletedProcess:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("reading-time")
     (root / "src").mkdir()
-    (root / "src" / "conf.py").write_text(CONF.format(ext=str(BOOK / "_ext")), encoding="utf-8")
+    (root / "src" / "conf.py").write_text(CONF, encoding="utf-8")
     (root / "src" / "index.md").write_text(
         f"# Index\n\n{_words(20)}\n\n## Part\n\n{_words(20)}\n\n```{{toctree}}\n01_chapter\n```\n",
         encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The student edition (book/_ext/student.py, ``make student``): no solution left, everything else kept.
+"""The student edition (book/press/student.py, ``make student``): no solution left, everything else kept.
 
 The module builds both editions of the web pages the way ``make student`` does (stored outputs; a
 repository URL set, so the full pages have launch buttons) and runs every student notebook in the
@@ -32,10 +32,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from press import notebook_edition as nbe
+from press import student
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import notebook_edition as nbe  # noqa: E402  (build tools beside the local Sphinx extensions)
-import student  # noqa: E402
 
 CHAPTERS = sorted(p.name for p in (ROOT / "book").glob("[0-9]*.ipynb"))  # with the going-deeper pages
 WITH_EXERCISES = [name for name in CHAPTERS if not nbe.is_deeper_page(name)]
@@ -110,9 +110,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory,
         (folder / name).write_text(nbe.serialise(nb), encoding="utf-8")
         stops[name] = last_exercise_cell(nb)
         jobs[name] = ([sys.executable, "-c", RUN_NOTEBOOK, name, str(stops[name])], folder)
-    script = str(ROOT / "book" / "_ext" / "student.py")
     for edition in ("student", "full"):
-        jobs[edition] = ([sys.executable, script, "--edition", edition, "--out", str(out / edition)], ROOT)
+        jobs[edition] = ([sys.executable, "-m", "press.student", "--edition", edition, "--out",
+                          str(out / edition)], ROOT)
     order = sorted(jobs, key=lambda k: (k != "04_scaling.ipynb", k not in ("student", "full"), k))
 
     def run(key: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -136,7 +136,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory,
 @pytest.mark.parametrize("name", WITH_EXERCISES)
 def test_every_solution_of_the_chapters_is_marked(name):
     nb = nbformat.read(ROOT / "book" / name, as_version=4)
-    assert nbe.marker_problems(nb, name) == [], "run `python book/_ext/notebook_edition.py --mark`"
+    assert nbe.marker_problems(nb, name) == [], "run `python -m press.notebook_edition --mark`"
     gated = sum(len(nbe.SOLUTION_START.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
     marked = [c for c in nb.cells if nbe.is_solution(c)]
     assert gated >= 3 and len(marked) > gated, (name, gated, len(marked))
@@ -403,9 +403,7 @@ def test_a_solution_without_markers_fails_the_student_build(tmp_path):
     """A gated solution on a Markdown page (where no marker can go) reaches the doctree: it is removed,
     and the warning fails a build with -W."""
     (tmp_path / "conf.py").write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
-        "extensions = ['myst_nb', 'sphinx_exercise', 'student']\n"
+        "extensions = ['myst_nb', 'sphinx_exercise', 'press.student']\n"
         "book_edition = 'student'\n", encoding="utf-8")
     (tmp_path / "index.md").write_text(
         "# Page\n\n:::{exercise}\n:label: ex-page\nWhat is six times seven?\n:::\n\n"

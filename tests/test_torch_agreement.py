@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,6 @@ DTYPES = ("float32", "float64")
 
 
 def _load_module(path: Path, name: str):
-    sys.path.insert(0, str(ROOT / "bench"))  # the modules import bench/torch_cases.py
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, f"cannot load {path}"
     module = importlib.util.module_from_spec(spec)

@@ -11,17 +11,12 @@ book to quote.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-from attnlib.core import scaled_dot_product_attention, softmax
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from torch_cases import N_CASES, make_case
 from torch_cases import torch_sdpa as _torch_sdpa
+
+from attnlib.core import scaled_dot_product_attention, softmax
 
 torch = pytest.importorskip(
     "torch",

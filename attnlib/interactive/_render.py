@@ -8,7 +8,7 @@ notebook it displays as a bundle of two outputs:
   at least 44 px tall, wrapping on a phone), the plot, an ``aria-live`` region that announces each
   state's numbers in words, the shown state's text and data tables (every other state's in an inert
   ``<template>``), the caption, and the figure as JSON.
-  ``explorer.js`` (served by the book, ``book/_ext/offline_book.py``) draws the plot with plotly.js
+  ``explorer.js`` (served by the book, ``book/press/offline_book.py``) draws the plot with plotly.js
   once the figure nears the viewport, so plotly.js never delays the page's first paint, and runs the
   Plotly update a control's option holds. No plotly.js, no MathJax, no CDN in the output itself.
 * ``application/vnd.plotly.v1+json``: the same figure, with Plotly's own buttons and sliders, for
@@ -417,7 +417,7 @@ class StaticFigure:
         A template's content is parsed but inert: it is not rendered, styled or laid out, so a figure of
         60 states costs the page one panel of layout, not 60 (chapter 4: 4,500 elements). ``explorer.js``
         clones a panel into the page when its state is chosen; the book moves the template and the spec
-        into a script the page loads when the figure nears the viewport (``book/_ext/offline_book.py``).
+        into a script the page loads when the figure nears the viewport (``book/press/offline_book.py``).
         """
         e, active, shown, more = html.escape, tuple(c.active for c in self._controls), "", []
         for key, state in self.states.items():

@@ -4,7 +4,7 @@
  * the panel of the state it shows (text and data tables), an aria-live region and its data: the spec
  * (the Plotly data and layout, and for each control the Plotly update each option runs) and, in an
  * inert <template>, the panel of every other state. In a notebook the data are inline; the book moves
- * them into a script named by the figure's data-src (book/_ext/offline_book.py), loaded when the
+ * them into a script named by the figure's data-src (book/press/offline_book.py), loaded when the
  * figure comes near the viewport or a control is used. This script only switches between
  * precomputed states; it computes no number.
  *

@@ -1,4 +1,4 @@
-/* Self-check quizzes: checks the answers of the forms that book/_ext/quiz.py writes, in the page.
+/* Self-check quizzes: checks the answers of the forms that book/press/quiz.py writes, in the page.
 
    No library, no network, no storage. Each question is a <form class="attnlib-quiz-question"> with
    native inputs, a "Check" (submit) and a "Show answer" button, and one feedback region

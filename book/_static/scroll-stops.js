@@ -9,7 +9,7 @@
  * pydata-sphinx-theme does this for code blocks and outputs in one pass at the load event, reading each
  * box's width and writing its tabindex in turn: each write made the next read lay the page out again,
  * and on a chapter of 15,000 elements that pass was the page's longest task (0.7 s on Lighthouse's
- * phone). book/_ext/lean_pages.py removes that pass from the theme's script, and this one does the job
+ * phone). book/press/lean_pages.py removes that pass from the theme's script, and this one does the job
  * for the theme's boxes and the book's formulas: it reads the widths of a batch of boxes, then writes
  * their tab stops, in tasks of a few milliseconds, starting after the first paint. It runs again after
  * fonts load, after a resize, and for boxes added later (an explorer's panels, a widget's output).
@@ -24,7 +24,7 @@
 (function () {
   "use strict";
   // The theme's boxes (its own list) and the formulas: div.math for display formulas as MathML
-  // (book/_ext/mathml_pages.py), mjx-container for a build that kept MathJax.
+  // (book/press/mathml_pages.py), mjx-container for a build that kept MathJax.
   var THEME = "pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, "
     + ".pst-scrollable-table-container";
   var MATH = 'mjx-container[display="true"], .bd-article div.math, .bd-article span.math';

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,9 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
-# book/_ext is not a package: its tools are imported by path. make pdf launches Chromium as the tests do.
-from print_pdf import CHROMIUM, CHROMIUM_ARGS, serve
+from press.print_pdf import CHROMIUM, CHROMIUM_ARGS, serve
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("BOOK_HTML_DIR", REPO_ROOT / "_build" / "html")).resolve()

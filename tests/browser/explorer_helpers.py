@@ -13,8 +13,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from print_pdf import SCRIPTS_JS, bounded
 from test_pages import TIMEOUT_MS, PageLog
+
+from press.print_pdf import SCRIPTS_JS, bounded
 
 PLOTLY_BUNDLE = "/_static/vendor/plotly/plotly-cartesian-4.1.1.min.js"
 

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from axe_playwright_python.sync_playwright import Axe
-from print_pdf import FRAMES_JS, READY_JS, bounded
 from sections import DRAW_SECTIONS_JS
 from test_pages import TIMEOUT_MS, _open
+
+from press.print_pdf import FRAMES_JS, READY_JS, bounded
 
 BLOCKING = ("critical", "serious")  # the impacts that fail the test
 VIEWPORTS = {

@@ -8,8 +8,9 @@ rendered dark text on a dark background. This test measures the contrast the bro
 from __future__ import annotations
 
 import pytest
-from print_pdf import SCRIPTS_JS
 from wcag import CONTRAST_HELPERS
+
+from press.print_pdf import SCRIPTS_JS
 
 PAGES = ["book/04_scaling.html", "book/03_worked_examples.html", "book/02_qkv.html"]
 SELECTORS = ".attnlib-live-note p, figure.attnlib-explorer figcaption"

@@ -1,4 +1,4 @@
-"""Every page of the built book names its licences and its edition (book/_ext/edition.py).
+"""Every page of the built book names its licences and its edition (book/press/edition.py).
 
 The footer must say that the text is CC BY 4.0 and the code MIT (linking both), and give the attnlib
 version, the git commit of the build and the build date, so a saved or printed page can be traced to
@@ -10,15 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from press import edition
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import edition  # noqa: E402  (a local Sphinx extension, not a package)
 
 FOOTER = re.compile(r'<p class="attnlib-edition">(.*?)</p>', re.DOTALL)
 COMMIT = re.compile(r"commit <code>([0-9a-f]{7,40}\+?|unknown)</code>")

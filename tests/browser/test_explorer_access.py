@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import discover_pages
-from print_pdf import SCRIPTS_JS, bounded
 from test_pages import TIMEOUT_MS, PageLog
 from wcag import CONTRAST_HELPERS
+
+from press.print_pdf import SCRIPTS_JS, bounded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
-from notebook_edition import is_deeper_page
-from print_pdf import SCRIPTS_JS, bounded
 from sections import DRAW_SECTIONS_JS
+
+from press.notebook_edition import is_deeper_page
+from press.print_pdf import SCRIPTS_JS, bounded
 
 # Every chapter and going-deeper page (03a_..., nested under its chapter): each has figures.
 BOOK = Path(__file__).resolve().parents[2] / "book"

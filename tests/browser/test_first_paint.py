@@ -7,7 +7,7 @@ Two checks, for every page of the toc:
   a plain static server sends them (uncompressed, the worst case), at most ``CRITICAL_BYTES``; at most one
   synchronous script (Sphinx's ``documentation_options.js``, 0.5 KB, which inline scripts read at
   once); and neither MathJax, plotly.js nor Font Awesome among the scripts of ``<head>``
-  (``book/_ext/lean_pages.py`` adds MathJax only after the first paint, the explorers load plotly.js
+  (``book/press/lean_pages.py`` adds MathJax only after the first paint, the explorers load plotly.js
   only near the viewport). The book's first build failed
   all three (plotly.js 4.8 MB synchronous, 0.6 MB of stylesheets, 12 synchronous scripts).
 * **First contentful paint, measured** under the mobile profile of Lighthouse: 150 ms round trip,
@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import REPO_ROOT, read_toc
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import bounded
+
+from press.print_pdf import bounded
 
 PAGES = read_toc(REPO_ROOT / "_toc.yml")
 CRITICAL_BYTES = 250_000  # stylesheets + synchronous scripts of <head>, uncompressed

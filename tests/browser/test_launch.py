@@ -1,4 +1,4 @@
-"""Launch buttons (book/_ext/launch.py): Binder and Colab on every chapter when the repository is known,
+"""Launch buttons (book/press/launch.py): Binder and Colab on every chapter when the repository is known,
 none at all when it is not (Jupyter Book would otherwise point them at its own repository).
 
 The book of ``make build`` is built as configured (``book_repository_url: ""`` in ``_config.yml``);
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from press import launch
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import launch  # noqa: E402  (a local Sphinx extension, not a package)
 
 CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb"))
 LAUNCH = re.compile(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)[^"]*)"')

@@ -1,7 +1,7 @@
 """Nothing moves while a page loads: its layout shifts add up to less than ``MAX_SHIFT`` (Lighthouse's CLS).
 
-The pages paint before their scripts run (``book/_ext/lean_pages.py``) and their late stylesheet arrives
-(``book/_ext/critical_styles.py``); what those change after the first paint must not move the text. The
+The pages paint before their scripts run (``book/press/lean_pages.py``) and their late stylesheet arrives
+(``book/press/critical_styles.py``); what those change after the first paint must not move the text. The
 API reference once moved its two opening paragraphs 3.4 px half a second in (CLS 0.197 under Lighthouse's
 phone): the theme's script, run after the first paint, turned ``<html data-theme="auto">`` into "light",
 and the rules keyed on it gave code blocks Pygments' line height and inline literals their border.
@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from print_pdf import FRAMES_JS, READY_JS, SCRIPTS_JS
+
+from press.print_pdf import FRAMES_JS, READY_JS, SCRIPTS_JS
 
 PAGES = ["book/api/index.html", "book/02_qkv.html"]  # code on the first screen; a chapter
 PHONE = {"viewport": {"width": 412, "height": 823}, "device_scale_factor": 1.75, "is_mobile": True,

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from print_pdf import READY_JS, SCRIPTS_JS
+
+from press.print_pdf import READY_JS, SCRIPTS_JS
 
 PAGE = "book/02_qkv.html"
 TIMEOUT_MS = 15_000
@@ -95,7 +96,7 @@ def test_on_a_wide_screen_the_toggle_hides_and_shows_the_chapter_list(browser: A
 
 def test_formulas_are_not_tab_stops(toc_pages: list[str], browser: Any, base_url: str) -> None:
     """A keyboard user tabs to links and controls, not to each of hundreds of formulas; screen readers
-    still read each formula (MathML, written at build time by book/_ext/mathml_pages.py)."""
+    still read each formula (MathML, written at build time by book/press/mathml_pages.py)."""
     context = browser.new_context()
     context.set_default_timeout(90_000)
     counted = 0

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from notebook_edition import is_deeper_page
+
+from press.notebook_edition import is_deeper_page
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9]*.ipynb"))

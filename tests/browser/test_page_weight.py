@@ -7,7 +7,7 @@ static host sends: text (HTML, CSS, JavaScript, JSON, SVG) gzip-compressed, as G
 Docs and nginx's gzip do, binaries (images, fonts) as they are. The page's own weight (its HTML and
 images, uncompressed) is checked separately, so a chapter cannot hide a heavy figure behind compression.
 
-The same loads check what ``book/_ext/lean_pages.py`` promises: no response is an error (a 404 for
+The same loads check what ``book/press/lean_pages.py`` promises: no response is an error (a 404 for
 ``favicon.ico`` included), the theme's 1.5 MB ``fontawesome.js`` and Font Awesome's web font files are
 never fetched, and every icon still shows, in light and dark mode, at phone and desktop width.
 """
@@ -23,8 +23,9 @@ import pytest
 from conftest import REPO_ROOT, read_toc
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import FONTS_READY_JS, READY_JS, SCRIPTS_JS, bounded  # READY_JS: formulas typeset
 from sections import DRAW_SECTIONS_JS
+
+from press.print_pdf import FONTS_READY_JS, READY_JS, SCRIPTS_JS, bounded  # READY_JS: formulas typeset
 
 LIMIT = 1_500_000  # bytes, transferred
 TEXT_TYPES = ("text/", "javascript", "json", "svg", "xml")

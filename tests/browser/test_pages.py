@@ -8,7 +8,7 @@ per page, named after it; the toc's pages must all be among them, so discovery c
   by the book is aborted and reported by URL, so the pages work offline and leak nothing to a CDN;
 * no local request that fails or answers with HTTP >= 400 (missing static files, fonts, images);
 * math is rendered: on pages whose HTML has ``class="math"`` elements, each holds the MathML the
-  build wrote (book/_ext/mathml_pages.py) and nothing else, drawn with a width, no ``merror`` and no
+  build wrote (book/press/mathml_pages.py) and nothing else, drawn with a width, no ``merror`` and no
   undefined macro in red; the page loads no MathJax and its math font (STIX Two Math) is loaded; no
   raw TeX (``\\frac``, ``\\sqrt``, ...) is left visible in the prose outside math and code;
 * the page has a non-empty ``<h1>`` in its article, and every internal link on it (sidebar, toc,
@@ -26,7 +26,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import SCRIPTS_JS, bounded
+
+from press.print_pdf import SCRIPTS_JS, bounded
 
 # Generous: chapter 4 weighs ~9 MB and a loaded 2-core machine took over 15 s to reach network idle on it
 # once. These waits are not budgets; the load budget is tests/browser/test_page_weight.py's.
@@ -126,7 +127,7 @@ _UNDEFINED_MACROS_JS = """
   .map(el => el.textContent)
 """
 
-# The math font the formulas are drawn with (book/_ext/mathml_pages.py), once the page's fonts are in.
+# The math font the formulas are drawn with (book/press/mathml_pages.py), once the page's fonts are in.
 _MATH_FONT_JS = """
 () => document.fonts.ready.then(() => [...document.fonts].filter(f => f.family.replace(/"/g, '')
   === 'STIX Two Math').map(f => f.status))

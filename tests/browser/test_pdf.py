@@ -1,4 +1,4 @@
-"""``make pdf``: the built book printed by headless Chromium into two PDFs (book/_ext/print_pdf.py).
+"""``make pdf``: the built book printed by headless Chromium into two PDFs (book/press/print_pdf.py).
 
 The two PDFs are made once per session from the built HTML, into a temporary directory. What a passing
 run guarantees:
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import multiprocessing
 import re
-import sys
 import unicodedata
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -38,9 +37,9 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from pypdf import PdfReader
 
+from press import print_pdf
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import print_pdf  # noqa: E402  (a script beside the book's local extensions, not a package)
 from sections import DRAW_SECTIONS_JS  # noqa: E402
 
 # TeX commands that would show if math were not typeset.

@@ -29,8 +29,9 @@ from typing import Any
 import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from print_pdf import READY_JS, SCRIPTS_JS, bounded
 from wcag import CONTRAST_HELPERS
+
+from press.print_pdf import READY_JS, SCRIPTS_JS, bounded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """The self-check quiz of every chapter, answered in headless Chromium with the keyboard only.
 
 Expected answers and explanations come from the quiz files (book/quizzes/*.yml, read by
-book/_ext/quiz.py), never from the page. On each chapter page, starting with the focus on the quiz's
+book/press/quiz.py), never from the page. On each chapter page, starting with the focus on the quiz's
 first control and moving only by Tab, Shift+Tab, the arrow keys, Space, Enter and typing:
 
 * every question is answered right, then with every wrong option (multiple choice: each wrong option
@@ -30,7 +30,6 @@ is loaded (and its math typeset) once.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,13 +37,13 @@ from urllib.parse import urlsplit
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from explorer_helpers import assert_clean, plain
-from print_pdf import READY_JS, SCRIPTS_JS
 from test_pages import TIMEOUT_MS, PageLog
 from wcag import CONTRAST_HELPERS
 
+from press import quiz
+from press.print_pdf import READY_JS, SCRIPTS_JS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import quiz  # noqa: E402  (a local Sphinx extension, not a package)
 
 CHAPTERS = sorted(p.stem for p in (REPO_ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 

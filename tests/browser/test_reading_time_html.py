@@ -1,4 +1,4 @@
-"""Every chapter page of the built book shows its reading times (book/_ext/reading_time.py).
+"""Every chapter page of the built book shows its reading times (book/press/reading_time.py).
 
 Read from the built HTML (no browser): under the title of each chapter page of the toc, one line for the
 page; under each ``##`` heading but Exercises and the quiz that takes at least
@@ -11,15 +11,14 @@ minutes. The counting rules themselves are tested in tests/test_reading_time.py.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
 
+from press import reading_time as rt
+from press.notebook_edition import is_deeper_page
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import reading_time as rt  # noqa: E402  (a local Sphinx extension, not a package)
-from notebook_edition import is_deeper_page  # noqa: E402
 
 PAGE_LINE = re.compile(r"About (\d+) min of reading with the code and figures(, plus exercises)?")
 SECTION_LINE = re.compile(r"About (\d+) min")

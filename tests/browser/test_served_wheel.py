@@ -1,6 +1,6 @@
 """The built book serves attnlib: a reader with only the website installs it and runs a chapter.
 
-``book/_ext/attnlib_wheel.py`` writes the wheel and the sdist into ``<html>/attnlib/`` and links every
+``book/press/attnlib_wheel.py`` writes the wheel and the sdist into ``<html>/attnlib/`` and links every
 page's footer (and the introduction's "How to run it") to the wheel. These tests read the built site:
 
 * the wheel there holds exactly this checkout's attnlib, with its licences and data;
@@ -19,16 +19,14 @@ import zipfile
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
+import colab_env
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
+from press import attnlib_wheel, notebook_edition
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-sys.path.insert(0, str(REPO_ROOT / "tests" / "reproducibility"))
-import attnlib_wheel  # noqa: E402  (a local Sphinx extension)
-import colab_env  # noqa: E402  (a helper script beside nudge.py, not a package)
-import notebook_edition  # noqa: E402
 
 WHEEL = attnlib_wheel.wheel_name(REPO_ROOT)
 VENV = REPO_ROOT / "_build" / "colab-venv"

@@ -1,4 +1,4 @@
-"""The student edition in the browser (``make student``; book/_ext/student.py): printed, it shows no answer.
+"""The student edition in the browser (``make student``; book/press/student.py): printed, it shows no answer.
 
 Reads the student pages that ``make student`` writes (``_build/student/html``; ``STUDENT_HTML_DIR``
 overrides) and the full book of ``make build`` (``_build/html``). What a passing run guarantees:
@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,10 @@ import nbformat
 import pytest
 from pypdf import PdfReader
 
+from press import notebook_edition as nbe
+from press import print_pdf, student
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import notebook_edition as nbe  # noqa: E402  (build tools beside the local Sphinx extensions)
-import print_pdf  # noqa: E402
-import student  # noqa: E402
 
 STUDENT_DIR = Path(os.environ.get("STUDENT_HTML_DIR", REPO_ROOT / "_build" / "student" / "html")).resolve()
 # The chapters with exercises and solutions (not the going-deeper pages).
@@ -87,7 +85,7 @@ def test_the_full_book_shows_every_solution(html_dir: Path, pieces, chapter: str
     missing = [f for f in pieces[chapter] if f not in hits]
     assert not missing, f"{chapter}: the full page lacks {missing[:5]}"
     assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text, (
-        f"{chapter}: the marker lines show: register book/_ext/student.py in _config.yml")
+        f"{chapter}: the marker lines show: register book/press/student.py in _config.yml")
 
 
 def _open(browser: Any, url: str) -> tuple[Any, Any, list[str]]:

@@ -105,9 +105,13 @@ def write_startup(ipython_dir: str | Path) -> Path:
     """
     startup = Path(ipython_dir) / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
-    here = str(Path(__file__).resolve().parent)
     path = startup / "00-nudge.py"
-    path.write_text(f"import sys\nsys.path.insert(0, {here!r})\nimport nudge\nnudge.install()\n")
+    path.write_text(  # this file, loaded by its path: the kernel's sys.path is left as it is
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('nudge', {str(Path(__file__).resolve())!r})\n"
+        "nudge = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(nudge)\n"
+        "nudge.install()\n")
     return path
 
 

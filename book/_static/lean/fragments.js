@@ -1,5 +1,5 @@
 /* Links to a place on the page land on it, although most of the page is laid out only when near the
- * screen (book/_ext/lean_pages.py inlines this script into every page, before its script loader).
+ * screen (book/press/lean_pages.py inlines this script into every page, before its script loader).
  *
  * attnbook.css gives each section of a chapter (h2 level) `content-visibility: auto`: the browser styles
  * and lays out only the sections near the screen, which took a chapter's work after the first paint from

@@ -1,4 +1,4 @@
-/* MathJax after the first paint, in small steps (book/_ext/lean_pages.py, issue 13).
+/* MathJax after the first paint, in small steps (book/press/lean_pages.py, issue 13).
  *
  * Sphinx loads MathJax with a deferred <script> in <head>: the browser fetches 1.2 MB of it with the page
  * and runs it before DOMContentLoaded, and MathJax then typesets every formula of the page in one long

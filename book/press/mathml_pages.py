@@ -11,7 +11,7 @@ At the end of an HTML build, this extension
 * collects the TeX of every formula Sphinx and MyST-NB wrote (``<span class="math">\\(…\\)</span>`` and
   ``<div class="math">\\[…\\]</div>``) on every page;
 * converts them all in one run of MathJax's own TeX input, the copy the build serves
-  (``_static/mathjax``), under Node.js (``book/_ext/tex2mml.js``): the same TeX parser the pages ran,
+  (``_static/mathjax``), under Node.js (``book/press/tex2mml.js``): the same TeX parser the pages ran,
   so every macro means what it meant. A formula MathJax cannot parse stops the build with its message;
 * makes the MathML one that MathML Core renders: the letter styles MathJax writes as ``mathvariant``
   (``\\mathbb``, ``\\mathbf``, ``\\mathcal``) become the Unicode mathematical letters (MathML Core draws
@@ -34,7 +34,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # book/_ext is not a package
-from lean_pages import html_pages  # a sibling extension: the same pages
+from press.lean_pages import html_pages
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +237,7 @@ def subset_font(ttf: Path, chars: set[str]) -> bytes:
     return out.getvalue()
 
 
-STYLESHEET = """/* Formulas as MathML (book/_ext/mathml_pages.py): the math font, display math. */
+STYLESHEET = """/* Formulas as MathML (book/press/mathml_pages.py): the math font, display math. */
 @font-face {
   font-family: "%(family)s";
   src: url("stix-two-math.woff2") format("woff2");

@@ -15,7 +15,7 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
   3.2.** …", numbered as in the HTML, and ``{numref}`` to it reads "Figure 3.2";
   each solution (its text, code and outputs) is one ``<details>`` block after its exercise, without
   the chapters' ``### BEGIN/END SOLUTION`` lines, in a cell that nbgrader reads as an answer cell (the
-  notebook an instructor gives nbgrader; see ``book/_ext/student.py``);
+  notebook an instructor gives nbgrader; see ``book/press/student.py``);
 * the cells the HTML removes (the claim checks) are left out, and stored widget views are dropped
   (their widget state is not stored, so Jupyter could only show an error in their place);
 * a first cell installs ``attnlib[interactive]`` only where attnlib, Plotly or ipywidgets is missing
@@ -24,10 +24,10 @@ its stored outputs, one notebook per chapter into ``book/notebooks/`` in which
 
 The edition is committed, because Colab opens notebooks from the repository; ``tests`` check that it
 is what this module writes from the current chapters. ``build(edition="student")`` writes the student
-edition from the same cells, less every solution (``make student``, ``book/_ext/student.py``): it
+edition from the same cells, less every solution (``make student``, ``book/press/student.py``): it
 reads the solution markers of the chapters, which ``--mark`` adds where they are missing.
 
-Usage: ``python book/_ext/notebook_edition.py [--check | --mark]`` (``make edition``).
+Usage: ``python -m press.notebook_edition [--check | --mark]`` (``make edition``).
 """
 
 from __future__ import annotations
@@ -44,12 +44,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import attnlib_wheel as wheel_ext  # a sibling in book/_ext: the wheel the built book serves
 import nbformat
 import yaml
 from IPython.core.inputtransformer2 import TransformerManager
 from myst_nb.core.variables import format_plain_text
 from nbformat import NotebookNode
+
+from press import attnlib_wheel as wheel_ext
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = Path("book") / "notebooks"
@@ -68,7 +69,7 @@ class Repository:
 
     url: str = ""
     branch: str = "main"
-    site_url: str = ""  # the published book: it serves attnlib's wheel (book/_ext/wheel.py)
+    site_url: str = ""  # the published book: it serves attnlib's wheel (book/press/wheel.py)
 
     @classmethod
     def from_config(cls, root: Path = ROOT) -> Repository:
@@ -324,12 +325,12 @@ class Bibliography:
 
     def year(self, key: str) -> str:
         """The year as the HTML cites it: with the letter of its label when two works share author and
-        year ("2023a", ``book/_ext/bibstyle.py``; labels made over every entry of references.bib)."""
+        year ("2023a", ``book/press/bibstyle.py``; labels made over every entry of references.bib)."""
         return str(self._entry(key).fields.get("year", "n.d.")) + self._letters.get(key, "")
 
     @cached_property
     def _letters(self) -> dict[str, str]:
-        from bibstyle import (  # beside this file
+        from press.bibstyle import (
             AuthorYearLabelStyle,
             AuthorYearStyle,
             author_year_label,
@@ -454,8 +455,8 @@ class Renderer:
             return f"{title}. {body}" if body and not body.startswith(("$$", "\n")) else f"{title}.\n\n{body}"
         if name == "prf:proof":
             return f"*Proof.* {body} $\\blacksquare$"
-        if name == "quiz":  # book/_ext/quiz.py: the questions, each answer folded in <details>
-            from quiz import quiz_markdown  # beside this file
+        if name == "quiz":  # book/press/quiz.py: the questions, each answer folded in <details>
+            from press.quiz import quiz_markdown  # beside this file
 
             return quiz_markdown(self.chapter.path.parent / arg).strip("\n")
         if name in ("admonition", "note", "tip", "important", "warning", "hint", "seealso", "attention"):
@@ -590,7 +591,7 @@ def _output_markdown(outputs: list[NotebookNode]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- solutions and their markers
-# The chapters mark every solution the way nbgrader does (see book/_ext/student.py for the editions):
+# The chapters mark every solution the way nbgrader does (see book/press/student.py for the editions):
 # each cell between ```{solution-start}``` and ```{solution-end}``` carries nbgrader cell metadata
 # ("solution": true), and a code cell among them is wrapped in BEGIN/END SOLUTION lines. A solution
 # inside a cell that also holds other text (the "Answer" dropdown of a "Check by hand" box) is a region
@@ -829,7 +830,7 @@ def render_chapter(chapter: Chapter, labels: Labels, bibliography: Bibliography,
         raise ValueError(f"edition must be one of {EDITIONS}; got {edition!r}")
     problems = marker_problems(chapter.notebook, chapter.path.name)
     if problems:
-        raise ValueError("the solutions' markers are incomplete (run `python book/_ext/notebook_edition.py "
+        raise ValueError("the solutions' markers are incomplete (run `python -m press.notebook_edition "
                          "--mark`, then check the diff):\n" + "\n".join(problems))
     r = Renderer(chapter, labels, bibliography)
     cells: list[NotebookNode] = [copy.deepcopy(install)]  # each chapter its own: ids are set per chapter

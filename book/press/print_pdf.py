@@ -2,7 +2,7 @@
 
 ``make pdf`` runs this file after ``make build``::
 
-    python book/_ext/print_pdf.py [--html _build/html] [--out _build/pdf]
+    python -m press.print_pdf [--html _build/html] [--out _build/pdf]
 
 It is a plain script, not a Sphinx extension: it reads the HTML that the build wrote, so the PDF shows
 exactly what the web book shows (the formulas, the Plotly figures, the executed outputs), which
@@ -113,7 +113,7 @@ def bounded(function: str, what: str, seconds: float) -> str:
 }}"""
 
 
-# book/_ext/lean_pages.py loads a page's scripts after its first paint (window.leanPagesScripts resolves
+# book/press/lean_pages.py loads a page's scripts after its first paint (window.leanPagesScripts resolves
 # once each has run or failed): wait for them before using what they add (explorers, tab stops, toggles).
 SCRIPTS_JS = bounded("() => Promise.resolve(window.leanPagesScripts).then(() => true)",
                      "loading the page's scripts", 60)
@@ -145,13 +145,13 @@ section.attnlib-pdf-solutions div.solution { display: block !important; break-in
 """
 
 # Resolves once the page is ready to print: formulas shown, web fonts loaded. The book's formulas are
-# MathML written at build time (book/_ext/mathml_pages.py); a build made without Node.js keeps MathJax's
+# MathML written at build time (book/press/mathml_pages.py); a build made without Node.js keeps MathJax's
 # loader (script[data-mathjax], book/_static/lean/math.js, after the first paint): then wait for MathJax
 # to start and to typeset every formula. Then wait for book/_static/scroll-stops.js to give every box that
 # scrolls sideways its tab stop (it works in short tasks after the first paint).
 READY_JS = bounded("""
 async () => {
-  await window.leanPagesScripts;  // book/_ext/lean_pages.py: the page's scripts, after its first paint
+  await window.leanPagesScripts;  // book/press/lean_pages.py: the page's scripts, after its first paint
   if (document.querySelector('.math') !== null && document.querySelector('script[data-mathjax]') !== null) {
     let mj = window.MathJax;
     for (let i = 0; i < 600 && !(mj && mj.startup && mj.startup.promise); i++) {
@@ -415,7 +415,7 @@ class BookInfo:
     title: str
     author: str
     copyright: str
-    edition_html: str  # the footer's licences and edition line (book/_ext/edition.py), as HTML
+    edition_html: str  # the footer's licences and edition line (book/press/edition.py), as HTML
 
     @property
     def edition_text(self) -> str:
@@ -790,7 +790,7 @@ def join(
             "/Title": f"{info.title} ({edition})",
             "/Author": info.author,
             "/Subject": info.edition_text,
-            "/Creator": "book/_ext/print_pdf.py (headless Chromium, pypdf)",
+            "/Creator": "book/press/print_pdf.py (headless Chromium, pypdf)",
         }
     )
     writer.page_mode = "/UseOutlines"

@@ -28,7 +28,7 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 PURGED = "/* lean_pages: purged"
-PURGED_NOTE = (f"{PURGED} of the rules no page or script of this book can match (book/_ext/lean_styles.py);"
+PURGED_NOTE = (f"{PURGED} of the rules no page or script of this book can match (book/press/lean_styles.py);"
                " the original is in the package named below. */\n")
 
 
@@ -472,7 +472,7 @@ def bundle_css(sources: list[tuple[Path, str]], bundle_dir: Path) -> str:
         text = minify_css(sheet_for_bundle(path, bundle_dir))
         parts.append(f"@media {media}{{{text}}}" if media else text)
     names = ", ".join(Path(os.path.relpath(path, bundle_dir.parent)).as_posix() for path, _ in sources)
-    css = f"/* lean_pages (book/_ext/lean_styles.py): {names} */\n" + "\n".join(parts) + "\n"
+    css = f"/* lean_pages (book/press/lean_styles.py): {names} */\n" + "\n".join(parts) + "\n"
     return ('@charset "UTF-8";\n' + css) if not css.isascii() else css
 
 

@@ -8,7 +8,7 @@ wheel and the sdist, built by ``python -m build`` from the sources of this check
 * the footer of every page links to the wheel (a relative link, so it works from any copy of the site);
 * the ``{attnlib-wheel}`` role writes the same link in prose (the introduction's "How to run it");
 * the notebook edition's install cell falls back to ``<book_site_url>/attnlib/<wheel>`` when no
-  repository is configured or it cannot be reached (``book/_ext/notebook_edition.py``).
+  repository is configured or it cannot be reached (``book/press/notebook_edition.py``).
 
 The version is written once, as ``__version__`` in ``attnlib/__init__.py``; ``pyproject.toml`` reads it
 from there (``[tool.setuptools.dynamic]``), and so does this module, without importing attnlib.

@@ -5,7 +5,7 @@ The repository is configured in one place, ``_config.yml`` (``sphinx.config``):
 * ``book_repository_url``: the public URL of this repository, e.g. ``https://github.com/org/book``;
 * ``book_repository_branch``: the branch the buttons open (default ``main``).
 
-The notebook edition (``book/_ext/notebook_edition.py``) reads the same two keys for its install cell.
+The notebook edition (``book/press/notebook_edition.py``) reads the same two keys for its install cell.
 A build can override them with the environment variables ``BOOK_REPOSITORY_URL`` and
 ``BOOK_REPOSITORY_BRANCH`` (a fork's CI, or the test that builds both ways).
 

@@ -42,7 +42,8 @@ from pathlib import Path
 
 import soupsieve
 from bs4 import BeautifulSoup, Tag
-from lean_styles import (  # a sibling module
+
+from press.lean_styles import (
     BUNDLE_DIR,
     BUNDLE_PREFIX,
     _css_statements,
@@ -199,7 +200,7 @@ def _write_sheet(directory: Path, prefix: str, css: str, note: str) -> str:
     """Write ``css`` as ``<prefix><hash>.css`` under ``directory`` (an ``@charset`` stays first); its name."""
     charset = re.match(r'@charset "[^"]*";', css)
     head = charset.group(0) + "\n" if charset else ""
-    text = f"{head}/* lean_pages (book/_ext/critical_styles.py): {note} */\n{css[len(head.strip()):]}\n"
+    text = f"{head}/* lean_pages (book/press/critical_styles.py): {note} */\n{css[len(head.strip()):]}\n"
     name = f"{prefix}{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}.css"
     (directory / name).write_text(text, encoding="utf-8")
     return name

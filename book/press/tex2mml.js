@@ -1,4 +1,4 @@
-/* TeX to MathML with the book's own MathJax (book/_ext/mathml_pages.py runs this with Node.js at build time).
+/* TeX to MathML with the book's own MathJax (book/press/mathml_pages.py runs this with Node.js at build time).
  *
  * argv[2]: the MathJax folder of the build (_static/mathjax, with node-main.js and adaptors/liteDOM.js).
  * stdin: JSON, a list of [tex, display] pairs. stdout: JSON, a list of the same length, each item the

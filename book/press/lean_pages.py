@@ -56,17 +56,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from critical_styles import split_critical  # a sibling module
-from lean_styles import (  # a sibling module
+from sphinx.application import Sphinx
+from sphinx.builders.html._assets import _JavaScript
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+from press.critical_styles import split_critical
+from press.lean_styles import (
     bundle_stylesheets,
     lean_custom_properties,
     lean_stylesheets,
     tag_attributes,
 )
-from sphinx.application import Sphinx
-from sphinx.builders.html._assets import _JavaScript
-from sphinx.errors import ConfigError
-from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ def lean_icons(static: Path, pages: list[Path]) -> tuple[int, int] | None:
 
     css = _FA_FACE.sub(face, css)
     header = (f"{ICONS_MARK} rules trimmed to the {len(kept)} icons this book uses and its fonts "
-              "subset to their glyphs (book/_ext/lean_pages.py). Font Awesome Free by Fonticons, Inc.: "
+              "subset to their glyphs (book/press/lean_pages.py). Font Awesome Free by Fonticons, Inc.: "
               "icons CC BY 4.0, fonts SIL OFL 1.1, code MIT (https://fontawesome.com/license/free). */\n")
     css_path.write_text(header + css, encoding="utf-8")
     return len(kept), total

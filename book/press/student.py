@@ -1,6 +1,6 @@
 """The student edition: every chapter without its solutions, as web pages and as notebooks.
 
-``make student`` (``python book/_ext/student.py``) writes
+``make student`` (``python -m press.student``) writes
 
 * ``_build/student/html``: the book as web pages, every exercise kept and every solution left out: no
   text, code, output, figure or search-index entry of a solution, and each chapter's ".ipynb" download
@@ -17,7 +17,7 @@ marker) is removed and reported as a warning, which fails the build (``-W``). Th
 the stored outputs, with execution off: nbval checks that they are current.
 
 **Markers.** The chapters mark their solutions as nbgrader does (``notebook_edition.mark_solutions``
-adds them; ``python book/_ext/notebook_edition.py --mark`` after writing a new exercise):
+adds them; ``python -m press.notebook_edition --mark`` after writing a new exercise):
 
 * every cell between ``{solution-start}`` and ``{solution-end}`` has nbgrader cell metadata with
   ``"solution": true``; a code cell among them opens with ``### BEGIN SOLUTION`` and ends with
@@ -53,7 +53,7 @@ build's files for them, reading HTML, JavaScript and JSON every way that could h
 copied unchanged from an installed package (MathJax, Plotly, the theme) are recognised by their bytes.
 tests/test_student_edition.py and tests/browser/test_student.py use it.
 
-Usage: ``python book/_ext/student.py [--out DIR] [--edition student|full]``; ``--edition full`` builds
+Usage: ``python -m press.student [--out DIR] [--edition student|full]``; ``--edition full`` builds
 the full book the same way (stored outputs), which the tests compare against.
 """
 
@@ -83,8 +83,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx_exercise.nodes import solution_end_node, solution_node, solution_start_node
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # book/_ext is not a package
-import notebook_edition as nbe
+from press import notebook_edition as nbe
 
 ROOT = Path(__file__).resolve().parents[2]
 EDITION_VARIABLE = "BOOK_EDITION"
@@ -140,7 +139,7 @@ def _read(app: Any, docname: str, source: list[str]) -> None:
     if edition_of(app.config) == "student":
         for problem in nbe.marker_problems(nb, path.name):
             logger.warning(
-                f"{problem}: the student edition would show it (run `python book/_ext/notebook_edition.py "
+                f"{problem}: the student edition would show it (run `python -m press.notebook_edition "
                 "--mark`)", location=docname, type="student", subtype="markers")
         nb = student_notebook(nb)
     else:
@@ -160,7 +159,7 @@ class NoSolutionInTheStudentEdition(SphinxTransform):
             for node in list(self.document.findall(kind)):
                 logger.warning(
                     "a solution without nbgrader markers reached the student edition and was removed; mark "
-                    "it (notebook cells: `python book/_ext/notebook_edition.py --mark`; a Markdown page "
+                    "it (notebook cells: `python -m press.notebook_edition --mark`; a Markdown page "
                     "cannot hold a solution in the student edition)",
                     location=node, type="student", subtype="unmarked")
                 node.parent.remove(node)
