@@ -61,6 +61,38 @@ def test_the_colour_scheme_set_by_script_is_read_both_ways() -> None:
     assert page.root is not None and "data-theme" not in page.root.attrs, "the page is left as written"
 
 
+TRICKY = """<!DOCTYPE html><html data-theme="light"><body>
+<div class="a b" id="top"><p class="c">1</p><p>2</p><span class="c d">3</span></div>
+<ul class="list"><li class="c">x</li><li>y</li><li class="e">z</li></ul>
+<svg class="icon"><a class="c"><text>t</text></a></svg><table class="t">
+<tr><td>1</td><td class="c">2</td></tr>
+</table><input type="text" class="field" value="v"></body></html>"""
+
+
+@pytest.mark.parametrize("selector", [
+    ".a .c", ".a > .c", "div.a > span.c.d", ".a .c + span", ".a p ~ .d", "#top > p", "#top.a", "#nowhere",
+    ".b .e", ".list > li:first-child", ".list > li:nth-child(2n+1).e", "li:last-child:not(.e)",
+    "ul li ~ li.e", ".list:has(> .e)", ":is(.a, .list) > .c", "p:is(.c, .zz)", ":where(div) span",
+    ".a :first-child", "td ~ td.c", ".t td:not(.c)", "input[type=text].field", 'input[value~="v"]',
+    '[class~="c"]', "html[data-theme=dark] .c", "html[data-theme=dark] .a>p", ".icon a.c", "svg text",
+    "svg|a", ".a\\:b", ":root .list", ":scope .c", "div p.c:only-of-type", "p:empty", "body > :last-child",
+    ".a .c:hover", ".a > .c::before", ".c .d", "span.c.e", "li.c + li + .e",
+])
+def test_matching_only_the_candidate_elements_finds_what_a_full_scan_finds(selector: str) -> None:
+    """The page indexes its elements by class, id and tag name and tries a selector only on those its last
+    compound names: on every kind of selector the answer is the full scan's."""
+    indexed, scanned = cs.Page(TRICKY, set()), cs.Page(TRICKY, set(), indexed=False)
+    assert indexed.may_match(selector) == scanned.may_match(selector), selector
+
+
+def test_the_index_narrows_by_the_last_compound() -> None:
+    page = cs.Page(TRICKY, set())
+    assert [t.name for t in page._candidates(".a > span.c.d") or []] == ["span"], "the rarest key: .d"
+    assert page._candidates(":root") is None and page._candidates("svg|a") is None
+    assert page._candidates(".a :is(*)") is None, "nothing to narrow by: the whole page"
+    assert page._candidates("#nowhere") == [], "no element has it: no match, no scan"
+
+
 def test_a_selector_soupsieve_cannot_read_is_kept() -> None:
     page = cs.Page(PAGE, script_tokens=set())
     assert page.may_match(".x:-moz-focusring") and page.may_match(".x:unknown-state(1)")
