@@ -97,10 +97,12 @@ nbval-nudged: test-deps
 	rm -rf $(NUDGED) && $(BIN)/python tests/reproducibility/nudge.py $(NUDGED)
 	IPYTHONDIR=$(CURDIR)/$(NUDGED) $(NBVAL) $(NB)
 
-# Two processes, each taking whole test files (module fixtures such as the PDFs are built once). A test
+# Three processes on two cores (the layer mostly waits on pages): each takes whole test files (what a file
+# builds once, such as the PDFs, is built once), but the tests of the one-page-each files go one by one
+# to whichever is free (tests/browser/conftest.py: SPREAD). A test
 # that has not finished in 15 minutes fails with the stacks of its threads (every wait in a page is
 # bounded too: print_pdf.bounded); --durations lists the slowest, to see where the time goes.
-BROWSER_TESTS := $(BIN)/python -m pytest -q -n 2 --dist loadfile --timeout=900 --durations=12 tests/browser
+BROWSER_TESTS := $(BIN)/python -m pytest -q -n 3 --dist loadscope --timeout=900 --durations=12 tests/browser
 browser: test-deps build student
 	$(BROWSER_TESTS)
 
@@ -112,11 +114,12 @@ pages: build
 browser-tests: test-deps
 	$(BROWSER_TESTS)
 
-# First unit (one core), colab and nbgrader (these two mostly wait on pip while their environments are
-# built) and the pages (the book's build, then the student edition's) side by side; -O prints each layer's
-# output whole when it ends. Then nbval twice, then the browser layer on the pages built in the first stage.
-test: lint typecheck
-	$(MAKE) --no-print-directory -j4 -O unit colab nbgrader pages
+# First lint, types, unit (one core), colab and nbgrader (these two mostly wait on pip while their
+# environments are built) and the pages (the book's build, then the student edition's) side by side; -O
+# prints each layer's output whole when it ends. Then nbval twice, then the browser layer on the pages built
+# in the first stage.
+test: test-deps
+	$(MAKE) --no-print-directory -j6 -O lint typecheck unit colab nbgrader pages
 	$(MAKE) --no-print-directory notebooks
 	$(MAKE) --no-print-directory browser-tests
 	@echo "All test layers passed."

@@ -72,7 +72,7 @@ _MODULES = frozenset({
     "baselines", "core", "counts", "data", "diagnosis", "examples", "exercises", "features", "feedback",
     "grad", "interactive", "kvcache", "learned", "misconceptions", "models", "multihead", "naive",
     "pipeline", "plots", "positions", "reference", "stats", "style", "tiled", "timing", "trace",
-    "training", "variants",
+    "training", "transformer", "variants",
 })
 _LAZY_NAMES = {"check": "attnlib.feedback"}
 

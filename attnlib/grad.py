@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnlib import _validation as _v
-from attnlib.core import scale_for, softmax
+from attnlib.core import causal_mask, scale_for, softmax
 
 __all__ = ["attention_backward"]
 
@@ -31,7 +31,7 @@ def _sum_to_shape(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def attention_backward(
-    Q: Any, K: Any, V: Any, dO: Any, scale: float | None = None
+    Q: Any, K: Any, V: Any, dO: Any, scale: float | None = None, *, is_causal: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of ``out = softmax(Q Kᵀ · scale) V`` with respect to ``Q``, ``K`` and ``V``.
 
@@ -52,6 +52,11 @@ def attention_backward(
     * ``S = scale · Q Kᵀ`` gives ``dQ = scale · dS K`` and
       ``dK = scale · dSᵀ Q``.
 
+    With ``is_causal`` the forward pass is causal (``P = softmax(S)`` with
+    query ``i`` seeing keys ``0..i``, :func:`attnlib.core.causal_mask`). The
+    lines stay the same: a masked weight is exactly 0, so its ``dS`` entry is
+    0 and it passes nothing back.
+
     Parameters
     ----------
     Q : (..., n_q, d_k) array_like
@@ -66,6 +71,9 @@ def attention_backward(
         leading dimensions of ``Q``, ``K`` and ``V`` broadcast together.
     scale : float, optional
         Factor applied to ``Q Kᵀ``; ``None`` means ``1 / √d_k``.
+    is_causal : bool
+        The forward pass was causal (as ``scaled_dot_product_attention(...,
+        is_causal=True)``).
 
     Returns
     -------
@@ -117,6 +125,7 @@ def attention_backward(
     scale = _v.check_scale(scale)
     if scale is None:
         scale = scale_for(d_k)
+    is_causal = _v.check_bool_flag(is_causal, "is_causal")
     dtype = np.result_type(Q, K, V, dO)
     Q, K, V, dO = (a.astype(dtype, copy=False) for a in (Q, K, V, dO))
     scale_t = dtype.type(scale)
@@ -125,7 +134,7 @@ def attention_backward(
         S = (Q * scale_t) @ K.swapaxes(-1, -2)  # (..., n_q, n_k)
     if not np.isfinite(S).all():
         raise _v.scores_overflow_error(dtype, Q, K)
-    P = softmax(S, axis=-1)  # (..., n_q, n_k)
+    P = softmax(S, axis=-1, mask=causal_mask(n_q, K.shape[-2]) if is_causal else None)  # (..., n_q, n_k)
     dV = P.swapaxes(-1, -2) @ dO  # (..., n_k, d_v)
     dP = dO @ V.swapaxes(-1, -2)  # (..., n_q, n_k)
     dS = P * (dP - (dP * P).sum(axis=-1, keepdims=True))  # (..., n_q, n_k)

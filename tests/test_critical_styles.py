@@ -76,7 +76,9 @@ TRICKY = """<!DOCTYPE html><html data-theme="light"><body>
     ".a :first-child", "td ~ td.c", ".t td:not(.c)", "input[type=text].field", 'input[value~="v"]',
     '[class~="c"]', "html[data-theme=dark] .c", "html[data-theme=dark] .a>p", ".icon a.c", "svg text",
     "svg|a", ".a\\:b", ":root .list", ":scope .c", "div p.c:only-of-type", "p:empty", "body > :last-child",
-    ".a .c:hover", ".a > .c::before", ".c .d", "span.c.e", "li.c + li + .e",
+    ".a .c:hover", ".a > .c::before", ".c .d", "span.c.e", "li.c + li + .e", ".list li", "div p", "body .c",
+    ".t tr > td", "html .icon text", ".a > *", ".list > :not(.c)", ".a p + p", ".list .c ~ li",
+    "#top > .zz", ".a .list li", "ul.list > li.c > span",
 ])
 def test_matching_only_the_candidate_elements_finds_what_a_full_scan_finds(selector: str) -> None:
     """The page indexes its elements by class, id and tag name and tries a selector only on those its last
@@ -89,7 +91,10 @@ def test_the_index_narrows_by_the_last_compound() -> None:
     page = cs.Page(TRICKY, set())
     assert [t.name for t in page._candidates(".a > span.c.d") or []] == ["span"], "the rarest key: .d"
     assert page._candidates(":root") is None and page._candidates("svg|a") is None
-    assert page._candidates(".a :is(*)") is None, "nothing to narrow by: the whole page"
+    assert page._candidates(":is(*) :is(*)") is None, "nothing to narrow by: the whole page"
+    assert [t.name for t in page._candidates(".a :is(*)") or []] == ["p", "p", "span"], "inside an .a"
+    assert [t.name for t in page._candidates(".list li") or []] == ["li"] * 3
+    assert len(page._candidates(".a p + td") or []) == 2, "a sibling combinator: the last compound's own"
     assert page._candidates("#nowhere") == [], "no element has it: no match, no scan"
 
 

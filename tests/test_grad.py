@@ -223,6 +223,8 @@ BAD_INPUTS = [
          "scale must be positive; got 0.0"),
     case("scale_str", lambda: attention_backward(ok, ok, ok, ok, scale="1"), TypeError,
          "scale must be a real number or None; got str"),
+    case("is_causal_int", lambda: attention_backward(ok, ok, ok, ok, is_causal=1), TypeError,
+         "is_causal must be True or False; got int 1"),
     case("scores_overflow",
          lambda: attention_backward(np.full((3, 2), 1e200), np.full((3, 2), 1e200), ok, ok), ValueError,
          "the scores Q Kᵀ · scale overflow float64"),
@@ -239,3 +241,25 @@ def test_bad_input_catalogue_is_distinct():
     ids = [p.id for p in BAD_INPUTS]
     assert len(ids) == len(set(ids)) >= 12
     assert len({p.values[2] for p in BAD_INPUTS}) == len(BAD_INPUTS)
+
+
+def test_causal_backward_matches_differences_through_the_causal_forward() -> None:
+    rng = np.random.default_rng(3)
+    Q, K, V, dO = (rng.normal(size=(2, 5, 3)) * 2 for _ in range(4))
+    dQ, dK, dV = attention_backward(Q, K, V, dO, scale=0.7, is_causal=True)
+
+    def f(Q, K, V):
+        return (scaled_dot_product_attention(Q, K, V, is_causal=True, scale=0.7) * dO).sum()
+
+    for X, G, which in ((Q, dQ, 0), (K, dK, 1), (V, dV, 2)):
+        num = np.zeros_like(X)
+        for idx in np.ndindex(X.shape):
+            E = np.zeros_like(X)
+            E[idx] = 1e-6
+            a, b = [Q, K, V], [Q, K, V]
+            a[which], b[which] = X + E, X - E
+            num[idx] = (f(*a) - f(*b)) / 2e-6
+        np.testing.assert_allclose(G, num, rtol=1e-6, atol=1e-8)
+    assert np.abs(dQ[:, 0]).max() < 1e-14  # query 0 sees only key 0: its weight is 1 whatever q_0
+    ratio = dV[:, -1] / dO[:, -1]  # the last value reaches the last query only: dV = P[-1, -1] dO[-1]
+    np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones(3), rtol=1e-10)

@@ -67,7 +67,21 @@ def author_year_label(entry: Any, person: PersonStyle | None = None) -> str:
     >>> author_year_label(e)
     'Ba et al., 2016'
     """
-    person = person or PersonStyle()
+    if person is not None:
+        return _label(entry, person)
+    # The default style's labels, remembered by the entry's content: pybtex looks its name style up among
+    # the installed packages' entry points on every call (a build asks for each label a dozen times).
+    key = (entry.type, tuple(sorted(entry.fields.items())),
+           tuple((role, tuple(map(str, people))) for role, people in sorted(entry.persons.items())))
+    if key not in _LABELS:
+        _LABELS[key] = _label(entry, PersonStyle())
+    return _LABELS[key]
+
+
+_LABELS: dict[tuple[Any, ...], str] = {}
+
+
+def _label(entry: Any, person: PersonStyle) -> str:
     template = join(sep=", ")[person.author_or_editor_or_title(full=False), year]
     text = template.format_data({"entry": entry, "style": SimpleNamespace(person=person)})
     return text.render_as("text")

@@ -176,40 +176,95 @@ class Page:
         return any(compiled.match(tag) for tag in candidates)
 
     def _candidates(self, form: str) -> list[Tag] | None:
-        """The elements that can be the subject of ``form`` (the fewest that its last compound's class,
-        id or tag name allows), or None to scan the whole page: no index, an escape or ``:scope`` (which
-        means the document to ``select`` but the element itself to ``match``), or nothing to narrow by."""
+        """The elements that can be the subject of ``form``, or None to scan the whole page (no index, an
+        escape, ``:scope``, which means the document to ``select`` but the element itself to ``match``,
+        or nothing to narrow by). The fewest of: the elements with the rarest class, id or tag name of the
+        last compound; the descendants of the elements with the rarest key of a compound joined to the
+        last by descendant and child combinators only (``.a .b > span``: the spans inside an ``.a``)."""
         if not self.indexed or "\\" in form or ":scope" in form:
             return None
-        subject = _subject(form)
-        bare = _SEL_FUNCTIONAL.sub("", re.sub(r"\[[^\]]*\]", "", subject))
-        keys = [("class", c) for c in _SEL_CLASS.findall(bare)] + [("id", i) for i in _SEL_ID.findall(bare)]
-        tag = _SEL_TAG.match(bare)
-        if tag:
-            keys.append(("tag", tag.group(0).lower()))
-        if not keys or "|" in bare:  # nothing to narrow by, or a namespace (svg|a)
+        compounds = _compounds(form)
+        if compounds is None:
             return None
-        return min((self._by.get(key, []) for key in keys), key=len)
+        subject_keys = _keys(compounds[-1][1])
+        if subject_keys is None:
+            return None
+        own = min((self._by.get(key, []) for key in subject_keys), key=len) if subject_keys else None
+        ancestors: list[Tag] | None = None
+        for j in range(len(compounds) - 1, 0, -1):
+            if compounds[j][0] not in " >":
+                break
+            keys = _keys(compounds[j - 1][1])
+            if keys:
+                found = min((self._by.get(key, []) for key in keys), key=len)
+                if ancestors is None or len(found) < len(ancestors):
+                    ancestors = found
+        if ancestors is None or (own is not None and len(own) <= len(ancestors)):
+            return own
+        inside: dict[int, Tag] = {}
+        for ancestor in ancestors:
+            for tag in ancestor.find_all(True):
+                if subject_keys == [] or all(_has(tag, key) for key in subject_keys):
+                    inside[id(tag)] = tag
+            if own is not None and len(inside) > len(own):
+                return own
+        return list(inside.values())
 
 
-def _subject(selector: str) -> str:
-    """The last compound of ``selector``: what follows its last combinator outside brackets and quotes."""
-    depth, quote, start, i = 0, "", 0, 0
-    while i < len(selector):
-        c = selector[i]
-        if quote:
-            if c == quote:
+def _has(tag: Tag, key: tuple[str, str]) -> bool:
+    kind, name = key
+    if kind == "tag":
+        return tag.name.lower() == name
+    if kind == "id":
+        return tag.get("id") == name
+    return name in (tag.get("class") or [])
+
+
+def _keys(compound: str) -> list[tuple[str, str]] | None:
+    """The classes, ids and tag name a compound requires (outside ``:not()``, ``:is()``... and attribute
+    selectors); None for a namespaced one (``svg|a``), which the index cannot read."""
+    bare = _SEL_FUNCTIONAL.sub("", re.sub(r"\[[^\]]*\]", "", compound))
+    if "|" in bare:
+        return None
+    keys = [("class", c) for c in _SEL_CLASS.findall(bare)] + [("id", i) for i in _SEL_ID.findall(bare)]
+    tag = _SEL_TAG.match(bare)
+    if tag:
+        keys.append(("tag", tag.group(0).lower()))
+    return keys
+
+
+def _compounds(selector: str) -> list[tuple[str, str]] | None:
+    """``selector`` as ``(combinator, compound)`` pairs, outside brackets and quotes: the first combinator
+    is "", then " ", ">", "+" or "~". None if a combinator has no compound after it."""
+    parts: list[tuple[str, str]] = []
+    depth, quote, combinator, current = 0, "", "", ""
+    for c in selector.strip():
+        if quote or depth:
+            current += c
+            if quote and c == quote:
                 quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif depth == 0 and (c.isspace() or c in ">+~"):
-            start = i + 1
-        i += 1
-    return selector[start:]
+            elif not quote and c in "\"'":
+                quote = c
+            elif not quote and c in "([":
+                depth += 1
+            elif not quote and c in ")]":
+                depth -= 1
+        elif c.isspace() or c in ">+~":
+            if current:
+                parts.append((combinator, current))
+                current, combinator = "", " "
+            if c in ">+~":
+                combinator = c
+        else:
+            current += c
+            if c in "\"'":
+                quote = c
+            elif c in "([":
+                depth += 1
+    if not current:
+        return None
+    parts.append((combinator, current))
+    return parts
 
 
 def split_css(css: str, page: Page, printing: bool = False) -> tuple[str, str, str]:

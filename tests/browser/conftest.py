@@ -74,6 +74,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("page_rel", discover_pages(HTML_DIR) or [NOT_FOUND], indirect=True)
 
 
+# The files whose tests are independent of each other, one page each, with nothing built per module: make
+# browser (`--dist loadscope`) sends each of their tests to whichever process is free. Every other file goes
+# whole to one process, so what it builds once (the PDFs, a build with a repository URL, a page opened for
+# several tests) is built once. Most of this layer's time is spent waiting on pages (typesetting, drawing,
+# throttled loads), not computing, so it runs more processes than the machine has cores.
+SPREAD = {"test_accessibility.py", "test_pages.py", "test_phone_layout.py", "test_page_weight.py",
+          "test_navigation.py"}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with a test file as the scope, but each test of ``SPREAD`` its own.
+
+    (``--dist loadgroup`` with ``xdist_group`` marks would say the same, but under pytest 9 the groups never
+    reach the node ids xdist's scheduler reads: each test ran wherever it fell, the PDFs printed thrice.)
+    """
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileOrTest(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if Path(path).name in SPREAD else path
+
+    return FileOrTest(config, log)
+
+
 @pytest.fixture
 def page_rel(request: pytest.FixtureRequest, html_dir: Path) -> str:
     """The page under test, relative to ``html_dir``; fails (never skips) when there is none."""
@@ -145,3 +172,4 @@ def open_page(browser: Any, base_url: str, html_dir: Path) -> Iterator[Callable[
             )
 
         yield open_
+
